@@ -1,0 +1,19 @@
+"""Algorithms of walk_mpc as plain Python over numpy/scipy/osqp/pinocchio (never rclpy)."""
+
+from .errors import (  # noqa: F401
+    ConfigError,
+    FrameNotFound,
+    IKError,
+    InconsistentStepsError,
+    InfeasibleProblemError,
+    InputError,
+    InvalidStepError,
+    JointNotFound,
+    ModelError,
+    ParameterError,
+    ShapeError,
+    SolverError,
+    UnknownKeyError,
+    WalkMpcError,
+)
+from .step import Foot, Step  # noqa: F401
