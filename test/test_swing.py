@@ -1,0 +1,98 @@
+"""Specification tests of the swing-foot trajectory."""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from walk_mpc.core.errors import InputError, ShapeError
+from walk_mpc.core.swing import swing_pose, wrap_angle
+
+RNG = np.random.default_rng(5)
+
+
+def random_swing():
+    start = RNG.uniform(-1.0, 1.0, 3) * [1.0, 1.0, 0.1]
+    end = start + RNG.uniform(-0.3, 0.3, 3) * [1.0, 1.0, 0.3]
+    return start, RNG.uniform(-3, 3), end, RNG.uniform(-3, 3), RNG.uniform(0.0, 0.15)
+
+
+def test_starts_at_lift_off_and_ends_at_touchdown_with_zero_velocity_and_acceleration():
+    for _ in range(20):
+        start, yaw0, end, yaw1, height = random_swing()
+        first = swing_pose(start, yaw0, end, yaw1, height, 0.0)
+        last = swing_pose(start, yaw0, end, yaw1, height, 1.0)
+        np.testing.assert_allclose(first.position, start, atol=1e-12)
+        np.testing.assert_allclose(last.position, end, atol=1e-12)
+        assert first.yaw == pytest.approx(yaw0)
+        assert wrap_angle(last.yaw - yaw1) == pytest.approx(0.0, abs=1e-12)
+        for sample in (first, last):
+            np.testing.assert_allclose(sample.velocity, 0.0, atol=1e-12)
+            np.testing.assert_allclose(sample.acceleration, 0.0, atol=1e-12)
+            assert sample.yaw_velocity == pytest.approx(0.0, abs=1e-12)
+            assert sample.yaw_acceleration == pytest.approx(0.0, abs=1e-12)
+
+
+def test_mid_swing_is_swing_height_above_the_midpoint_of_lift_off_and_touchdown():
+    for _ in range(20):
+        start, yaw0, end, yaw1, height = random_swing()
+        mid = swing_pose(start, yaw0, end, yaw1, height, 0.5)
+        np.testing.assert_allclose(mid.position, 0.5 * (start + end) + [0.0, 0.0, height], atol=1e-12)
+
+
+def test_on_flat_ground_the_apex_is_exactly_swing_height():
+    heights = [swing_pose((0, 0.1, 0), 0, (0.3, 0.1, 0), 0, 0.07, s).position[2] for s in np.linspace(0, 1, 1001)]
+    assert max(heights) == pytest.approx(0.07, abs=1e-12)
+    assert min(heights) >= 0.0
+
+
+def test_derivatives_match_finite_differences():
+    eps = 1e-6
+    for _ in range(10):
+        args = random_swing()
+        for s in RNG.uniform(0.01, 0.99, 5):
+            here, before, after = (swing_pose(*args, s + d) for d in (0.0, -eps, eps))
+            np.testing.assert_allclose(here.velocity, (after.position - before.position) / (2 * eps), atol=1e-6)
+            np.testing.assert_allclose(
+                here.acceleration, (after.velocity - before.velocity) / (2 * eps), atol=1e-5
+            )
+            assert here.yaw_velocity == pytest.approx((after.yaw - before.yaw) / (2 * eps), abs=1e-6)
+            assert here.yaw_acceleration == pytest.approx(
+                (after.yaw_velocity - before.yaw_velocity) / (2 * eps), abs=1e-5
+            )
+
+
+def test_yaw_turns_the_short_way_across_pi():
+    path = [swing_pose((0, 0, 0), 3.0, (0, 0, 0), -3.0, 0.0, s).yaw for s in np.linspace(0, 1, 11)]
+    assert all(b >= a for a, b in itertools.pairwise(path))
+    assert path[-1] - path[0] == pytest.approx(2 * math.pi - 6.0)
+
+
+def test_horizontal_path_stays_on_the_segment_and_is_monotonic():
+    start, end = np.array([0.0, 0.1, 0.0]), np.array([0.25, 0.15, 0.0])
+    progress = []
+    for s in np.linspace(0, 1, 101):
+        xy = swing_pose(start, 0.0, end, 0.0, 0.05, s).position[:2]
+        offset = xy - start[:2]
+        direction = (end - start)[:2]
+        cross = offset[0] * direction[1] - offset[1] * direction[0]
+        assert cross == pytest.approx(0.0, abs=1e-12)
+        progress.append(offset @ direction)
+    assert all(b >= a - 1e-15 for a, b in itertools.pairwise(progress))
+
+
+def test_s_outside_the_unit_interval_is_clamped():
+    assert swing_pose((0, 0, 0), 0, (1, 0, 0), 0, 0.1, -0.5).s == 0.0
+    np.testing.assert_allclose(swing_pose((0, 0, 0), 0, (1, 0, 0), 0, 0.1, 1.5).position, (1, 0, 0))
+
+
+def test_non_finite_or_malformed_inputs_raise_input_errors_naming_the_value():
+    with pytest.raises(InputError, match="start_position"):
+        swing_pose((0, float("nan"), 0), 0, (1, 0, 0), 0, 0.1, 0.5)
+    with pytest.raises(InputError, match="'s'"):
+        swing_pose((0, 0, 0), 0, (1, 0, 0), 0, 0.1, float("nan"))
+    with pytest.raises(InputError, match="swing_height"):
+        swing_pose((0, 0, 0), 0, (1, 0, 0), 0, -0.1, 0.5)
+    with pytest.raises(ShapeError):
+        swing_pose((0, 0), 0, (1, 0, 0), 0, 0.1, 0.5)
