@@ -1,0 +1,36 @@
+# walk_mpc: the two commands of the README, and a few more.
+#   make demo   build, then run the main job (a simulated robot walking, with feedback and a plot)
+#   make test   build, then run the whole test suite and print the pytest summary
+SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
+ENV := source tools/env.sh &&
+ROS := $(ENV) source install/setup.bash &&
+PYTEST_ARGS ?=
+SIM ?= kinematic
+
+.PHONY: all setup build test demo bench lint clean distclean
+all: build
+
+setup:
+	@tools/setup_env.sh
+
+build: setup
+	@$(ENV) CMAKE_BUILD_PARALLEL_LEVEL=2 colcon build --symlink-install --cmake-args -DBUILD_TESTING=OFF -Wno-dev
+
+test: build
+	@$(ROS) WALK_MPC_REQUIRE_ROS=1 python -P -m pytest test -q -p no:cacheprovider $(PYTEST_ARGS)
+
+demo: build
+	@$(ROS) python -P -m walk_mpc.demo --sim $(SIM)
+
+bench: build
+	@$(ROS) for b in benchmarks/*.py; do echo "== $$b"; python -P $$b; done
+
+lint: setup
+	@$(ENV) ruff check walk_mpc test benchmarks launch
+
+clean:
+	rm -rf build install log
+
+distclean: clean
+	rm -rf "$$(tools/setup_env.sh --print-venv)"

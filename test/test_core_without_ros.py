@@ -1,0 +1,81 @@
+"""walk_mpc.core is a plain Python library: it imports without any ROS module and pip-installs alone."""
+
+import ast
+import os
+import pkgutil
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+CORE = REPO / "walk_mpc" / "core"
+ROS_MODULES = ("rclpy", "rosidl", "launch", "ament_index_python", "builtin_interfaces", "std_msgs",
+               "geometry_msgs", "sensor_msgs", "walk_mpc.msg", "walk_mpc.srv", "walk_mpc.action",
+               "walk_mpc.nodes")
+
+
+def _imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+    return names
+
+
+@pytest.mark.parametrize("path", sorted(CORE.glob("*.py")), ids=lambda p: p.name)
+def test_core_module_source_imports_no_ros(path):
+    bad = {m for m in _imported_modules(path) if m.startswith(ROS_MODULES)}
+    assert not bad, f"{path.name} imports ROS modules {sorted(bad)}; walk_mpc.core must stay ROS-free"
+
+
+def test_every_core_module_imports_with_ros_blocked():
+    modules = [f"walk_mpc.core.{m.name}" for m in pkgutil.iter_modules([str(CORE)])]
+    code = (
+        "import sys, importlib\n"
+        f"for name in {ROS_MODULES!r}:\n"
+        "    sys.modules[name] = None  # any import of it now raises ImportError\n"
+        f"for module in {modules!r}:\n"
+        "    importlib.import_module(module)\n"
+        "leaked = [m for m in sys.modules if m.startswith(('rclpy', 'rosidl')) and sys.modules[m] is not None]\n"
+        "assert not leaked, leaked\n"
+        "print('ok', len(" + repr(modules) + "))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("ok")
+
+
+@pytest.mark.slow
+def test_core_installs_with_pip_into_a_clean_venv_without_ros(tmp_path):
+    if shutil.which("git") is None:
+        pytest.skip("git is needed to copy the tracked tree")
+    target = tmp_path / "venv"
+    venv.create(target, with_pip=True)
+    python = target / "bin" / "python"
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "AMENT_PREFIX_PATH", "LD_LIBRARY_PATH", "VIRTUAL_ENV",
+                        "_ROS_WHEELS_BOOTSTRAP_COMPLETE", "CMAKE_PREFIX_PATH")}
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    install = subprocess.run([str(python), "-m", "pip", "install", "-q", str(REPO)], capture_output=True,
+                             text=True, env=env, cwd=tmp_path)
+    assert install.returncode == 0, install.stderr[-3000:]
+    listing = subprocess.run([str(python), "-m", "pip", "list", "--format=freeze"], capture_output=True,
+                             text=True, env=env, cwd=tmp_path).stdout.lower()
+    assert "ros-" not in listing and "rclpy" not in listing
+    check = subprocess.run(
+        [str(python), "-c",
+         "import sys, walk_mpc.core, walk_mpc.core.timeline;"
+         "from walk_mpc.core import Step, Foot; Step(1, Foot.LEFT, 1.0, (0, 0.1, 0));"
+         "import importlib.util as u; assert u.find_spec('rclpy') is None;"
+         "assert u.find_spec('walk_mpc.nodes') is None; print(walk_mpc.core.__file__)"],
+        capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert check.returncode == 0, check.stderr
+    assert str(target) in check.stdout

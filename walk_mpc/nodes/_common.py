@@ -1,0 +1,134 @@
+"""Shared plumbing of the walk_mpc nodes: parameters from dataclasses, config file, and main()."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence, TypeVar
+
+import rclpy
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+
+from walk_mpc.core.errors import UnknownKeyError, WalkMpcError
+from walk_mpc.core.params import flatten, from_mapping, load_yaml, node_section, to_mapping, unflatten
+
+T = TypeVar("T")
+
+PACKAGE = "walk_mpc"
+
+
+def default_config_path() -> Path:
+    """The installed ``share/walk_mpc/config/walk_mpc.yaml``, or the source tree's when not installed."""
+    try:
+        from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+
+        try:
+            return Path(get_package_share_directory(PACKAGE)) / "config" / "walk_mpc.yaml"
+        except PackageNotFoundError:
+            pass
+    except ImportError:
+        pass
+    return Path(__file__).resolve().parents[2] / "config" / "walk_mpc.yaml"
+
+
+def config_defaults(node_name: str, path: Optional[os.PathLike] = None) -> dict[str, Any]:
+    """The ``ros__parameters`` of ``node_name`` in the config file (the graph's single source of truth)."""
+    path = Path(path) if path else default_config_path()
+    return node_section(load_yaml(path), node_name, source=str(path))
+
+
+_ROS_BUILTIN_PARAMETERS = ("use_sim_time", "qos_overrides", "start_type_description_service")
+
+
+class DataclassParameters:
+    """ROS parameters of a node declared from a parameters dataclass, read back into it.
+
+    The node must be created with ``automatically_declare_parameters_from_overrides=True`` (see
+    :func:`node_options`) so values from ``--params-file`` or parameter overrides are visible here; any of
+    them that is not a field of the dataclass is rejected with :class:`UnknownKeyError`, like a YAML file.
+
+    Args:
+        node: The node.
+        cls: The parameters dataclass (nested dataclasses become dotted names).
+        prefix: Dotted prefix of the parameter names ('' for none).
+    """
+
+    def __init__(self, node: Node, cls: type, prefix: str = "") -> None:
+        self._node = node
+        self._cls = cls
+        self._prefix = prefix
+        defaults = flatten(to_mapping(cls()), prefix)
+        self.names = sorted(defaults)
+        for name, value in defaults.items():
+            if node.has_parameter(name):
+                continue
+            if isinstance(value, list) and not value:
+                node.declare_parameter(name, Parameter.Type.STRING_ARRAY)
+            else:
+                node.declare_parameter(name, value)
+
+    def read(self) -> Any:
+        """The dataclass built from the current parameter values.
+
+        Raises:
+            UnknownKeyError: A parameter under the prefix is not a field of the dataclass.
+            ConfigError, ParameterError: A value has the wrong type or is out of its domain.
+        """
+        node, prefix = self._node, self._prefix
+        listed = node.list_parameters([prefix] if prefix else [], 0).names
+        source = f"node '{node.get_name()}' parameters"
+        flat = {}
+        for name in listed:
+            if name.split(".")[0] in _ROS_BUILTIN_PARAMETERS:
+                continue
+            if name not in self.names:
+                raise UnknownKeyError(name, self.names, source)
+            value = node.get_parameter(name).value
+            if isinstance(value, (list, tuple)) or type(value).__name__ == "array":
+                value = list(value)
+            flat[name[len(prefix) + 1:] if prefix else name] = value
+        return from_mapping(self._cls, unflatten(flat), source=source, prefix=prefix)
+
+
+def node_options() -> dict[str, Any]:
+    """Keyword arguments for ``Node.__init__`` that let :class:`DataclassParameters` see every override."""
+    return {"automatically_declare_parameters_from_overrides": True}
+
+
+def bringup_overrides(node_name: str, path: Optional[os.PathLike] = None) -> list[Parameter]:
+    """Parameter overrides of ``node_name`` from the config file, for in-process bringup without the CLI."""
+    return [Parameter(name, value=value) for name, value in flatten(config_defaults(node_name, path)).items()]
+
+
+def run(
+    make_node: Callable[[], Node],
+    args: Optional[Sequence[str]] = None,
+    multithreaded: bool = False,
+) -> int:
+    """Standard main(): init, build the node, spin until shutdown; exit code 2 on a configuration error.
+
+    A configuration error (bad parameter, unknown key, missing file) is logged with its message and the
+    process exits with code 2 instead of a traceback. SIGINT and external shutdown end the process cleanly.
+    """
+    rclpy.init(args=args)
+    node = None
+    code = 0
+    try:
+        node = make_node()
+        executor = MultiThreadedExecutor() if multithreaded else SingleThreadedExecutor()
+        executor.add_node(node)
+        executor.spin()
+    except WalkMpcError as exc:
+        print(f"[walk_mpc] configuration error: {exc}", file=sys.stderr, flush=True)
+        code = 2
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            destroy = getattr(node, "destroy", None)
+            (destroy or node.destroy_node)()
+        rclpy.try_shutdown()
+    return code
