@@ -457,8 +457,9 @@ class WalkBehavior:
         """Add or replace steps of the running walk (``walk/queue_steps``).
 
         Steps with index < ``next_step_index_needed`` are committed: re-sending them
-        identically is accepted and changes nothing, changing them is refused. Later
-        steps are added or replaced. The whole request is refused if any step is.
+        identically is accepted and changes nothing (also while the walk is stopping),
+        changing them is refused. Later steps are added or replaced. The whole request
+        is refused if any step is.
 
         Args:
             steps: Steps (or ``StepData``-like mappings) with consecutive indices.
@@ -476,6 +477,9 @@ class WalkBehavior:
         parsed = steps_from_records(steps)
         if isinstance(parsed, Rejection):
             return refuse(parsed)
+        if self._outcome is not None and self._is_committed_resend(parsed):
+            return QueueAnswer(True, f"{len(parsed)} unchanged; walk is stopping ({self._outcome[1]})",
+                               self.next_step_index_needed)
         rejection = self._check_continuation(parsed, plan_complete, preempting=False)
         if rejection is not None:
             return refuse(rejection)
@@ -565,6 +569,11 @@ class WalkBehavior:
                              f"an open goal (plan_complete false) needs at least {NUM_REQUIRED_WALK_STEPS} "
                              f"steps, got {len(steps)}")
         return None
+
+    def _is_committed_resend(self, steps: Tuple[Step, ...]) -> bool:
+        """Whether every step is a committed one, sent again identically."""
+        last = self._last_committed
+        return all(s.step_index <= last and s == self._committed_raw[s.step_index - 1] for s in steps)
 
     def _check_continuation(self, steps: Tuple[Step, ...], plan_complete: bool,
                             preempting: bool) -> Optional[Rejection]:
