@@ -43,7 +43,8 @@ def test_every_core_module_imports_with_ros_blocked():
         "    sys.modules[name] = None  # any import of it now raises ImportError\n"
         f"for module in {modules!r}:\n"
         "    importlib.import_module(module)\n"
-        "leaked = [m for m in sys.modules if m.startswith(('rclpy', 'rosidl')) and sys.modules[m] is not None]\n"
+        "leaked = [m for m in sys.modules\n"
+        "          if m.startswith(('rclpy', 'rosidl')) and sys.modules[m] is not None]\n"
         "assert not leaked, leaked\n"
         "print('ok', len(" + repr(modules) + "))\n"
     )

@@ -91,7 +91,8 @@ def test_messages_round_trip_through_serialization(type_name):
         msg = from_dict(cls, {"joint_names": ["a", "b"], "joint_pos": [0.5, -0.25],
                               "imu_orientation": [{"x": 0.0, "y": 0.0, "z": 0.0, "w": 1.0}]})
     if type_name == "WalkFeedback":
-        msg = from_dict(cls, {"status_flags": 18, "step_queue_saturated": [{"step_index": 3, "foot_index": 1}]})
+        msg = from_dict(cls, {"status_flags": 18,
+                              "step_queue_saturated": [{"step_index": 3, "foot_index": 1}]})
     back = deserialize_message(serialize_message(msg), cls)
     assert back == msg
     assert to_dict(back) == to_dict(msg)

@@ -78,7 +78,8 @@ class ShapeError(InputError):
     """An array has the wrong shape."""
 
     def __init__(self, name: str, shape: Sequence[int], expected: Sequence[int] | str) -> None:
-        super().__init__(name, tuple(shape), f"shape {tuple(expected) if not isinstance(expected, str) else expected}")
+        want = expected if isinstance(expected, str) else tuple(expected)
+        super().__init__(name, tuple(shape), f"shape {want}")
 
 
 class InvalidStepError(WalkMpcError, ValueError):

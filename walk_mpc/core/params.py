@@ -160,7 +160,7 @@ def to_mapping(instance: Any) -> dict[str, Any]:
             value = to_mapping(value)
         elif isinstance(value, tuple):
             value = list(value)
-        elif hasattr(value, "value") and isinstance(getattr(value, "value"), (int, str)):
+        elif hasattr(value, "value") and isinstance(value.value, (int, str)):
             value = value.value  # enums
         out[field.name] = value
     return out
@@ -216,7 +216,8 @@ def node_section(document: Mapping[str, Any], node_name: str, source: str = "") 
         ConfigError: If the node or its ``ros__parameters`` key is missing.
     """
     if node_name not in document:
-        raise ConfigError(f"no section for node '{node_name}'; sections: {sorted(document)}", node_name, source)
+        raise ConfigError(f"no section for node '{node_name}'; sections: {sorted(document)}",
+                          node_name, source)
     section = document[node_name]
     if not isinstance(section, Mapping) or "ros__parameters" not in section:
         raise ConfigError("expected a 'ros__parameters' mapping", node_name, source)

@@ -19,7 +19,7 @@ class Foot(enum.IntEnum):
     RIGHT = 1
 
     @property
-    def other(self) -> "Foot":
+    def other(self) -> Foot:
         """The opposite foot."""
         return Foot.RIGHT if self is Foot.LEFT else Foot.LEFT
 
@@ -80,6 +80,6 @@ class Step:
         if self.swing_height < 0.0:
             raise InvalidStepError(self.step_index, f"swing_height {self.swing_height!r} m is negative")
 
-    def replace(self, **changes) -> "Step":
+    def replace(self, **changes) -> Step:
         """Copy with some fields changed (validated again)."""
         return dataclasses.replace(self, **changes)

@@ -45,7 +45,7 @@ class FootPose:
         object.__setattr__(self, "yaw", float(self.yaw))
 
     @staticmethod
-    def of_step(step: Step) -> "FootPose":
+    def of_step(step: Step) -> FootPose:
         """Touchdown pose of a step."""
         return FootPose(step.position, step.yaw)
 
