@@ -1,0 +1,235 @@
+"""Specification tests of the whole-body IK."""
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from walk_mpc.core.errors import FrameNotFound, InputError, ParameterError
+from walk_mpc.core.ik import IKSolver, IKTargets, targets_from_configuration
+from walk_mpc.core.params import from_mapping, to_mapping
+from walk_mpc.core.robot import RobotModel, rotation_z
+from walk_mpc.core.step import Foot
+
+
+@pytest.fixture(scope="module")
+def talos():
+    return RobotModel(RobotModel.Parameters(robot="talos_reduced"))
+
+
+@pytest.fixture(scope="module")
+def solo():
+    return RobotModel(RobotModel.Parameters(robot="solo12"))
+
+
+def perturbed(robot, rng, scale):
+    """A configuration near the reference: random joint offsets (inside limits) and base motion."""
+    q = robot.reference_configuration()
+    dv = np.zeros(robot.nv)
+    dv[:3] = rng.uniform(-0.03, 0.03, 3)
+    dv[3:6] = rng.uniform(-0.05, 0.05, 3)
+    dv[6:] = rng.uniform(-scale, scale, robot.nv - 6)
+    return robot.clamp_to_limits(pin.integrate(robot.model, q, dv))
+
+
+def assert_targets_met(robot, targets, q, position_tol=1e-4, rotation_tol=1e-3):
+    """Independent check (RobotModel forward kinematics, not the solver's)."""
+    assert np.linalg.norm(robot.com(q) - targets.com_position) < position_tol
+    for frame, position in targets.foot_positions.items():
+        actual, rotation = robot.frame_pose(q, frame)
+        assert np.linalg.norm(actual - position) < position_tol
+        if frame in targets.foot_rotations:
+            assert np.linalg.norm(pin.log3(targets.foot_rotations[frame] @ rotation.T)) < rotation_tol
+
+
+def test_reachable_targets_converge_below_a_tenth_of_a_millimetre(talos):
+    rng = np.random.default_rng(0)
+    solver = IKSolver(talos)
+    for _ in range(10):
+        targets = targets_from_configuration(talos, perturbed(talos, rng, 0.1))
+        result = solver.solve(targets, talos.reference_configuration())
+        assert result.success, result.message
+        assert result.position_residual < 1e-4
+        assert result.orientation_residual <= solver.params.orientation_tolerance
+        assert_targets_met(talos, targets, result.q)
+        assert set(result.residuals) == {
+            "com", "left_sole_link.position", "right_sole_link.position",
+            "left_sole_link.orientation", "right_sole_link.orientation", "torso_2_link.orientation",
+        }
+
+
+def test_task_jacobians_match_finite_differences(talos, solo):
+    rng = np.random.default_rng(42)
+    eps = 1e-6
+    for robot in (talos, solo):
+        solver = IKSolver(robot)
+        for _ in range(5):
+            q = perturbed(robot, rng, 0.3)
+            targets = targets_from_configuration(robot, q)  # errors vanish at q
+            problem = solver.build_ik(targets, q)
+            assert np.abs(problem.error).max() < 1e-9
+            direction = rng.normal(size=robot.nv)
+            plus = solver.build_ik(targets, pin.integrate(robot.model, q, eps * direction)).error
+            minus = solver.build_ik(targets, pin.integrate(robot.model, q, -eps * direction)).error
+            # error = target - task(q), so d(error) = -J dq
+            np.testing.assert_allclose(-(plus - minus) / (2 * eps), problem.jacobian @ direction, atol=1e-6)
+
+
+def test_build_ik_exposes_the_linear_system(talos):
+    solver = IKSolver(talos)
+    q = talos.reference_configuration()
+    targets = targets_from_configuration(talos, q)
+    problem = solver.build_ik(targets, q)
+    assert problem.jacobian.shape == (18, 38)
+    assert problem.block_names[0] == "com"
+    assert problem.row_damping.shape == (18,) and np.all(problem.row_damping > 0)
+    np.testing.assert_allclose(problem.preferred_step[:6], 0.0)
+    assert np.all(problem.dq_lower <= 0.0) and np.all(problem.dq_upper >= 0.0)
+    moved = IKTargets(com_position=targets.com_position + [0.01, 0.0, 0.0],
+                      foot_positions=targets.foot_positions, foot_rotations=targets.foot_rotations)
+    problem = solver.build_ik(moved, q)
+    dq = solver.solve_ik(problem)
+    np.testing.assert_allclose(problem.jacobian @ dq, problem.error, atol=1e-6)  # a Gauss-Newton step
+
+
+def test_joint_limits_hold_when_targets_ask_beyond_them(talos):
+    solver = IKSolver(talos)
+    q0 = talos.reference_configuration()
+    base = targets_from_configuration(talos, q0)
+    lifted = dict(base.foot_positions)
+    lifted["left_sole_link"] = lifted["left_sole_link"] + [0.6, 0.2, 0.7]  # far out of reach
+    targets = IKTargets(com_position=base.com_position, foot_positions=lifted,
+                        foot_rotations=base.foot_rotations, torso_orientation=base.torso_orientation)
+    result = solver.solve(targets, q0)
+    assert not result.success
+    assert np.all(np.isfinite(result.q))
+    assert np.all(result.q[7:] >= talos.lower_limits() - 1e-12)
+    assert np.all(result.q[7:] <= talos.upper_limits() + 1e-12)
+    assert result.residuals["left_sole_link.position"] > 0.01
+    assert result.limited_joints  # the active set held some joint at a limit
+
+
+def test_initial_configuration_outside_limits_is_clipped_first(talos):
+    solver = IKSolver(talos)
+    q0 = talos.reference_configuration()
+    q_bad = q0.copy()
+    q_bad[7 + talos.joint_names.index("leg_left_4_joint")] = 3.5  # knee beyond 2.618
+    result = solver.solve(targets_from_configuration(talos, q0), q_bad)
+    assert np.all(result.q[7:] <= talos.upper_limits() + 1e-12)
+
+
+def test_non_converged_solve_reports_failure_with_its_best_configuration(talos):
+    solver = IKSolver(talos, IKSolver.Parameters(max_iterations=1))
+    q0 = talos.reference_configuration()
+    base = targets_from_configuration(talos, q0)
+    targets = IKTargets(com_position=base.com_position + [0.05, 0.03, -0.05],
+                        foot_positions=base.foot_positions, foot_rotations=base.foot_rotations)
+    result = solver.solve(targets, q0)
+    assert not result.success
+    assert result.iterations == 1
+    assert result.message == "max_iterations reached"
+    assert 0.0 < result.residuals["com"] < 0.07  # the step made progress
+    assert np.all(np.isfinite(result.q)) and not result.q.flags.writeable
+
+
+def test_nan_inputs_raise_input_errors_naming_the_value(talos):
+    solver = IKSolver(talos)
+    q0 = talos.reference_configuration()
+    with pytest.raises(InputError, match="targets.com_position"):
+        IKTargets(com_position=[0.0, np.nan, 0.8])
+    with pytest.raises(InputError, match="left_sole_link"):
+        IKTargets(foot_positions={"left_sole_link": [np.inf, 0, 0]})
+    with pytest.raises(InputError, match="torso_orientation"):
+        IKTargets(torso_orientation=np.full((3, 3), np.nan))
+    with pytest.raises(InputError, match="rotation matrix"):
+        IKTargets(torso_orientation=2 * np.eye(3))
+    q_nan = q0.copy()
+    q_nan[12] = np.nan
+    with pytest.raises(InputError, match="q_init"):
+        solver.solve(targets_from_configuration(talos, q0), q_nan)
+
+
+def test_unknown_target_frame_lists_valid_frames(talos, solo):
+    solver = IKSolver(talos)
+    with pytest.raises(FrameNotFound) as info:
+        solver.solve(IKTargets(foot_positions={"left_foot": [0, 0, 0]}), talos.reference_configuration())
+    assert "left_sole_link" in info.value.frames
+    with pytest.raises(FrameNotFound):  # Foot keys only name biped soles
+        IKSolver(solo).solve(IKTargets(foot_positions={Foot.LEFT: [0, 0, 0]}), solo.reference_configuration())
+
+
+def test_foot_enum_keys_address_the_soles(talos):
+    solver = IKSolver(talos)
+    q0 = talos.reference_configuration()
+    feet = talos.foot_poses(q0)
+    targets = IKTargets(
+        com_position=talos.com(q0) + [0.0, 0.02, 0.0],
+        foot_positions={Foot.LEFT: feet["left_sole_link"][0], Foot.RIGHT: feet["right_sole_link"][0]},
+        foot_rotations={Foot.LEFT: np.eye(3), Foot.RIGHT: np.eye(3)},
+        torso_orientation=rotation_z(0.0),
+    )
+    result = solver.solve(targets, q0)
+    assert result.success
+    assert "left_sole_link.position" in result.residuals
+
+
+def test_quadruped_solves_four_point_feet_com_and_base_orientation(solo):
+    solver = IKSolver(solo)
+    q0 = solo.reference_configuration()
+    base = targets_from_configuration(solo, q0)
+    assert base.foot_rotations == {}
+    targets = IKTargets(com_position=base.com_position + [0.01, -0.01, -0.02],
+                        foot_positions=base.foot_positions, torso_orientation=rotation_z(0.05))
+    result = solver.solve(targets, q0)
+    assert result.success, result
+    assert len(result.residuals) == 6
+    assert_targets_met(solo, targets, result.q)
+
+
+def test_solve_two_chains_the_second_solution_from_the_first(talos):
+    solver = IKSolver(talos)
+    q0 = talos.reference_configuration()
+    base = targets_from_configuration(talos, q0)
+
+    def shifted(dx):
+        return IKTargets(com_position=base.com_position + [dx, 0.0, 0.0], foot_positions=base.foot_positions,
+                         foot_rotations=base.foot_rotations, torso_orientation=base.torso_orientation)
+
+    first, second = solver.solve_two(shifted(0.01), shifted(0.02), q0)
+    assert first.success and second.success
+    assert talos.com(first.q)[0] == pytest.approx(base.com_position[0] + 0.01, abs=1e-5)
+    assert talos.com(second.q)[0] == pytest.approx(base.com_position[0] + 0.02, abs=1e-5)
+    np.testing.assert_array_equal(second.q, solver.solve(shifted(0.02), first.q).q)
+
+
+def test_posture_preference_acts_in_the_task_null_space(talos):
+    solver = IKSolver(talos, IKSolver.Parameters(posture_gain=0.5, max_iterations=30, tolerance=1e-7))
+    q0 = talos.reference_configuration()
+    targets = IKTargets(foot_positions={"left_sole_link": talos.frame_pose(q0, "left_sole_link")[0]})
+    arm = 7 + talos.joint_names.index("arm_left_4_joint")
+    q_start = q0.copy()
+    q_start[arm] -= 0.3
+    result = solver.solve(targets, q_start)
+    assert result.success
+    assert result.q[arm] == pytest.approx(q_start[arm])  # converged at once: no step taken
+    moved = IKTargets(foot_positions={"left_sole_link": talos.frame_pose(q0, "left_sole_link")[0] + 0.01})
+    result = solver.solve(moved, q_start)
+    assert abs(result.q[arm] - q0[arm]) < 0.3  # pulled toward the reference while stepping
+
+
+def test_parameters_are_validated_and_round_trip():
+    with pytest.raises(ParameterError, match="tolerance"):
+        IKSolver.Parameters(tolerance=-1.0)
+    with pytest.raises(ParameterError, match="posture_gain"):
+        IKSolver.Parameters(posture_gain=2.0)
+    with pytest.raises(ParameterError, match="max_iterations"):
+        IKSolver.Parameters(max_iterations=0)
+    params = IKSolver.Parameters(foot_weight=3.0, reuse_jacobian=False)
+    assert from_mapping(IKSolver.Parameters, to_mapping(params)) == params
+
+
+def test_without_jacobian_reuse_the_solution_is_as_accurate(talos):
+    rng = np.random.default_rng(3)
+    plain = IKSolver(talos, IKSolver.Parameters(reuse_jacobian=False))
+    targets = targets_from_configuration(talos, perturbed(talos, rng, 0.05))
+    result = plain.solve(targets, talos.reference_configuration())
+    assert result.success and result.position_residual < 1e-5

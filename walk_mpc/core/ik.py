@@ -1,0 +1,689 @@
+"""Whole-body differential inverse kinematics (damped Gauss-Newton) on pinocchio.
+
+Tasks, all expressed in the world frame (pinocchio ``LOCAL_WORLD_ALIGNED``):
+centre of mass position (3), foot / end-effector frames (position 3, optional
+orientation 3), torso orientation (3), and a posture preference acting in the null
+space of the tasks. Joint position limits are enforced on every iteration by an
+active set: a joint whose step would leave its limits is fixed at the limit and the
+step is solved again with the remaining joints.
+
+One iteration at configuration ``q`` with stacked task Jacobian ``J`` (m x nv),
+task error ``e = target - current`` (m), preferred (posture) step ``dq_p`` and row
+damping ``rho_i = (damping + error_damping |e|^2) / weight_i`` solves
+
+    min_dq  |dq - dq_p|^2 + sum_i |J_i dq - e_i|^2 / rho_i
+    =>  dq = dq_p + J^T (J J^T + diag(rho))^-1 (e - J dq_p)
+
+an m x m Cholesky solve (m = 18 for Talos, nv = 38). The damping vanishes as the
+error does, so reachable targets are met exactly; weights set the compromise
+between conflicting targets.
+
+Error policy: inputs are validated up front (:class:`InputError` naming the value);
+a solve that does not reach the tolerances returns ``success=False`` with the best
+configuration found (finite, within joint limits) and its residuals, never garbage.
+Pinocchio errors are wrapped into :class:`ModelError`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Mapping
+from types import MappingProxyType
+
+import numpy as np
+import pinocchio as pin
+from scipy.linalg.lapack import dposv, dpotrs
+
+from .errors import FrameNotFound, InputError, ParameterError, ShapeError
+from .params import check_int_range, check_nonnegative, check_positive, check_range
+from .robot import RobotModel
+from .step import Foot
+
+_LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+_POSITION = 0
+_ORIENTATION = 1
+_CHORD_CONTRACTION = 1e-2  # chord step when (residual / residual at the last full step)^2 is below this
+
+
+def _vector(name: str, value, size: int) -> np.ndarray:
+    try:
+        array = np.array(value, dtype=float)
+    except (TypeError, ValueError):
+        raise InputError(name, value, f"{size} numbers") from None
+    if array.shape != (size,):
+        raise ShapeError(name, array.shape, (size,))
+    if not np.all(np.isfinite(array)):
+        raise InputError(name, array, "finite values (no NaN/inf)")
+    array.setflags(write=False)
+    return array
+
+
+def _rotation(name: str, value) -> np.ndarray:
+    try:
+        array = np.array(value, dtype=float)
+    except (TypeError, ValueError):
+        raise InputError(name, value, "a 3x3 rotation matrix") from None
+    if array.shape != (3, 3):
+        raise ShapeError(name, array.shape, (3, 3))
+    if not np.all(np.isfinite(array)):
+        raise InputError(name, array, "finite values (no NaN/inf)")
+    if not np.allclose(array @ array.T, np.eye(3), atol=1e-6) or np.linalg.det(array) < 0.0:
+        raise InputError(name, array, "a rotation matrix (orthonormal, determinant +1)")
+    array.setflags(write=False)
+    return array
+
+
+@dataclasses.dataclass(frozen=True)
+class IKTargets:
+    """Targets of one IK solve, in the world frame.
+
+    Frame keys are frame names of the model or :class:`Foot` values (LEFT/RIGHT,
+    resolved to the robot's sole frames). A task whose target is absent is not
+    constrained.
+
+    Attributes:
+        com_position: Centre of mass position [m], shape (3,), or None.
+        foot_positions: Frame origin positions [m] by frame, shape (3,) each.
+        foot_rotations: Frame orientations (3x3 rotation matrices) by frame; each key
+            must also have a position. Feet without a rotation are point tasks (quadrupeds).
+        torso_orientation: Orientation of the robot's torso frame (3x3), or None.
+        posture: Preferred configuration (nq,), or None for the robot's reference posture.
+    """
+
+    com_position: np.ndarray | None = None
+    foot_positions: Mapping[str | Foot, np.ndarray] = dataclasses.field(default_factory=dict)
+    foot_rotations: Mapping[str | Foot, np.ndarray] = dataclasses.field(default_factory=dict)
+    torso_orientation: np.ndarray | None = None
+    posture: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.com_position is not None:
+            object.__setattr__(self, "com_position", _vector("targets.com_position", self.com_position, 3))
+        positions = {}
+        for key, value in dict(self.foot_positions).items():
+            positions[key] = _vector(f"targets.foot_positions[{key!r}]", value, 3)
+        rotations = {}
+        for key, value in dict(self.foot_rotations).items():
+            if key not in positions:
+                raise InputError(f"targets.foot_rotations[{key!r}]", key, "a frame that also has a position")
+            rotations[key] = _rotation(f"targets.foot_rotations[{key!r}]", value)
+        object.__setattr__(self, "foot_positions", MappingProxyType(positions))
+        object.__setattr__(self, "foot_rotations", MappingProxyType(rotations))
+        if self.torso_orientation is not None:
+            object.__setattr__(
+                self, "torso_orientation", _rotation("targets.torso_orientation", self.torso_orientation)
+            )
+        if self.posture is not None:
+            posture = np.array(self.posture, dtype=float)
+            if posture.ndim != 1 or not np.all(np.isfinite(posture)):
+                raise InputError("targets.posture", self.posture, "a finite configuration vector")
+            posture.setflags(write=False)
+            object.__setattr__(self, "posture", posture)
+
+
+@dataclasses.dataclass(frozen=True)
+class IKProblem:
+    """The linear least-squares step of one Gauss-Newton iteration (for inspection and tests).
+
+    Attributes:
+        q: Configuration the problem is linearised at (nq,).
+        jacobian: Stacked task Jacobian (m, nv), world-aligned rows.
+        error: Task error ``target - current`` (m,); orientation rows hold ``log3(R_target R^T)``.
+        row_damping: Damping of each row, ``rho_i`` (m,).
+        preferred_step: Posture step ``dq_p`` (nv,), zero on the floating base.
+        dq_lower: Lower bound of the step from joint limits (nv,), -inf where unbounded.
+        dq_upper: Upper bound of the step (nv,), +inf where unbounded.
+        block_names: Name of each 3-row block, e.g. 'com', 'left_sole_link.orientation'.
+    """
+
+    q: np.ndarray
+    jacobian: np.ndarray
+    error: np.ndarray
+    row_damping: np.ndarray
+    preferred_step: np.ndarray
+    dq_lower: np.ndarray
+    dq_upper: np.ndarray
+    block_names: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class IKResult:
+    """Outcome of one IK solve.
+
+    Attributes:
+        q: Best configuration found (nq,), finite and within joint limits (read-only).
+        success: True when every task residual is within tolerance.
+        residuals: Residual norm of each task block by name [m or rad].
+        position_residual: Largest position residual [m] (CoM, frames).
+        orientation_residual: Largest orientation residual [rad] (0 without orientation tasks).
+        iterations: Gauss-Newton steps taken.
+        solve_time: Wall time of the solve [s].
+        limited_joints: Actuated joints held at a position limit in the last step.
+        message: Why the solve stopped.
+    """
+
+    q: np.ndarray
+    success: bool
+    residuals: Mapping[str, float]
+    position_residual: float
+    orientation_residual: float
+    iterations: int
+    solve_time: float
+    limited_joints: tuple[str, ...] = ()
+    message: str = ""
+
+
+def _as_index(indices: list[int]) -> slice | np.ndarray:
+    """A slice when ``indices`` are contiguous and increasing, else an index array."""
+    if indices and indices == list(range(indices[0], indices[0] + len(indices))):
+        return slice(indices[0], indices[0] + len(indices))
+    return np.asarray(indices, dtype=int)
+
+
+class _Layout:
+    """Row layout of the stacked tasks for one set of active targets (cached between solves).
+
+    Position blocks (CoM, frame positions) come first, orientation blocks after, so
+    that position errors are one vector subtraction.
+    """
+
+    def __init__(self, solver: IKSolver, targets: IKTargets) -> None:
+        robot = solver.robot
+        params = solver.params
+        self.key = solver._layout_key(targets)
+        self.com = targets.com_position is not None
+        frame_ids: list[int] = []
+
+        def slot(frame_id: int) -> int:
+            if frame_id not in frame_ids:
+                frame_ids.append(frame_id)
+            return frame_ids.index(frame_id)
+
+        names, weights, tolerances, kinds = [], [], [], []
+        # Position blocks.
+        self.position_keys: list[str | Foot] = []
+        self.position_slots: list[tuple[int, int]] = []  # (placement slot, row)
+        row = 0
+        if self.com:
+            names.append("com")
+            weights.append(params.com_weight)
+            row += 3
+        frames = {key: robot.frame_id(solver._frame_name(key)) for key in targets.foot_positions}
+        for key, frame_id in frames.items():
+            names.append(f"{solver._frame_name(key)}.position")
+            weights.append(params.foot_weight)
+            self.position_keys.append(key)
+            self.position_slots.append((slot(frame_id), row))
+            row += 3
+        self.position_rows = row
+        tolerances += [params.tolerance] * len(names)
+        kinds += [_POSITION] * len(names)
+        # Orientation blocks (key None: the torso).
+        self.rotation_keys: list[str | Foot | None] = []
+        self.rotation_slots: list[tuple[int, int]] = []
+        rotation_items = [(key, frames[key], params.foot_weight, solver._frame_name(key))
+                          for key in targets.foot_rotations]
+        if targets.torso_orientation is not None:
+            rotation_items.append((None, solver._torso_id, params.torso_weight, robot.torso_frame))
+        for key, frame_id, weight, frame in rotation_items:
+            names.append(f"{frame}.orientation")
+            weights.append(weight)
+            tolerances.append(params.orientation_tolerance)
+            kinds.append(_ORIENTATION)
+            self.rotation_keys.append(key)
+            self.rotation_slots.append((slot(frame_id), row))
+            row += 3
+        self.rows = row
+        self.frame_ids = frame_ids
+        # Jacobian rows of each frame: (frame_id, position row or -1, orientation row or -1).
+        self.jacobian_frames = []
+        for index, frame_id in enumerate(frame_ids):
+            position_row = next((r for s_, r in self.position_slots if s_ == index), -1)
+            rotation_row = next((r for s_, r in self.rotation_slots if s_ == index), -1)
+            self.jacobian_frames.append((frame_id, position_row, rotation_row))
+        self.names = tuple(names)
+        self.row_inverse_weight = np.repeat(1.0 / np.asarray(weights, dtype=float), 3)
+        self.inverse_tolerance_sq = 1.0 / np.asarray(tolerances, dtype=float) ** 2
+        self.kinds = np.asarray(kinds, dtype=int)
+        self.jacobian = np.zeros((row, robot.nv))
+        self.error = np.zeros(row)
+        self.current = np.zeros(self.position_rows)
+        self.position_error = self.error[: self.position_rows]
+        # Sums the squared errors of each 3-row block, divided by the block's squared tolerance.
+        self.block_scale = np.kron(np.diag(self.inverse_tolerance_sq), np.ones((1, 3))).reshape(-1, row)
+
+
+class IKSolver:
+    """Whole-body IK of a floating-base robot (biped 6D feet or quadruped 3D feet).
+
+    Example:
+        >>> robot = RobotModel()
+        >>> solver = IKSolver(robot)
+        >>> q0 = robot.reference_configuration()
+        >>> feet = robot.foot_poses(q0)
+        >>> targets = IKTargets(
+        ...     com_position=robot.com(q0) + [0.01, 0.0, 0.0],
+        ...     foot_positions={f: p for f, (p, _) in feet.items()},
+        ...     foot_rotations={f: r for f, (_, r) in feet.items()},
+        ...     torso_orientation=np.eye(3))
+        >>> result = solver.solve(targets, q0)
+        >>> result.success, result.position_residual < 1e-4
+    """
+
+    @dataclasses.dataclass(frozen=True)
+    class Parameters:
+        """IK parameters.
+
+        Attributes:
+            max_iterations: Largest number of Gauss-Newton steps per solve.
+            tolerance: Position residual [m] (CoM and frames) below which a task is met.
+            orientation_tolerance: Orientation residual [rad] below which a task is met.
+            damping: Constant damping of every task row [m^2] (Levenberg-Marquardt).
+            error_damping: Extra row damping per squared error norm [-] (robustness far from targets).
+            com_weight: Weight of the CoM task [-].
+            foot_weight: Weight of the foot (frame) tasks [-].
+            torso_weight: Weight of the torso orientation task [-].
+            posture_gain: Fraction of the posture error corrected per step, in the task null space [-].
+            max_step: Largest change of any velocity coordinate per step [rad or m].
+            reuse_jacobian: After a full step that cut the residual tenfold, take the next step
+                with the same Jacobian and Cholesky factor (chord step, no posture term).
+        """
+
+        max_iterations: int = 10
+        tolerance: float = 1e-5
+        orientation_tolerance: float = 1e-4
+        damping: float = 1e-8
+        error_damping: float = 1e-2
+        com_weight: float = 1.0
+        foot_weight: float = 1.0
+        torso_weight: float = 0.5
+        posture_gain: float = 0.1
+        max_step: float = 0.3
+        reuse_jacobian: bool = True
+
+        def __post_init__(self) -> None:
+            check_int_range("max_iterations", self.max_iterations, 1, 1000)
+            check_positive("tolerance", self.tolerance)
+            check_positive("orientation_tolerance", self.orientation_tolerance)
+            check_positive("damping", self.damping)
+            check_nonnegative("error_damping", self.error_damping)
+            check_positive("com_weight", self.com_weight)
+            check_positive("foot_weight", self.foot_weight)
+            check_positive("torso_weight", self.torso_weight)
+            check_range("posture_gain", self.posture_gain, 0.0, 1.0)
+            check_positive("max_step", self.max_step)
+            if not isinstance(self.reuse_jacobian, bool):
+                raise ParameterError("reuse_jacobian", self.reuse_jacobian, "true or false")
+
+    def __init__(self, robot: RobotModel, params: IKSolver.Parameters | None = None) -> None:
+        """Create a solver for ``robot`` (it owns its own pinocchio data)."""
+        self.robot = robot
+        self.params = params if params is not None else IKSolver.Parameters()
+        self.model = robot.model
+        self.data = robot.model.createData()
+        self._torso_id = robot.frame_id(robot.torso_frame)
+        nv = robot.nv
+        lower, upper = self.model.lowerPositionLimit, self.model.upperPositionLimit
+        idx_q, idx_v = [], []
+        for name in robot.joint_names:
+            joint = self.model.joints[self.model.getJointId(name)]
+            if joint.nq == 1 and joint.nv == 1 and np.isfinite(lower[joint.idx_q]) and np.isfinite(
+                upper[joint.idx_q]
+            ):
+                idx_q.append(joint.idx_q)
+                idx_v.append(joint.idx_v)
+        self._lower = np.asarray(lower[idx_q], dtype=float)
+        self._upper = np.asarray(upper[idx_q], dtype=float)
+        # Basic slices when the limited joints are contiguous (every robot here): cheaper indexing.
+        self._limit_q = _as_index(idx_q)
+        self._limit_v = _as_index(idx_v)
+        self._joint_of_v = {robot.joint_index_v(name): name for name in robot.joint_names}
+        self._dq_lower = np.full(nv, -np.inf)
+        self._dq_upper = np.full(nv, np.inf)
+        self._reference = robot.reference_configuration()
+        self._layout: _Layout | None = None
+        self.last_result: IKResult | None = None
+
+    # ------------------------------------------------------------------ public API
+    def reset(self) -> None:
+        """Forget the cached task layout and the last result."""
+        self._layout = None
+        self.last_result = None
+
+    def build_ik(self, targets: IKTargets, q) -> IKProblem:
+        """Linearise the IK at ``q``: the least-squares problem of one Gauss-Newton step.
+
+        Raises:
+            InputError: If ``q`` is malformed or non-finite.
+            FrameNotFound: If a target frame is not in the model.
+        """
+        q = self.robot.check_configuration(q, "q_init")
+        layout = self._prepare(targets)
+        posture = self._posture(targets)
+        self._evaluate(layout, *self._load_targets(layout, targets), q)
+        self._jacobians(layout)
+        rho = self._row_damping(layout)
+        dq_p = self._preferred_step(q, posture)
+        self._step_bounds(q)
+        return IKProblem(
+            q=q,
+            jacobian=layout.jacobian.copy(),
+            error=layout.error.copy(),
+            row_damping=rho,
+            preferred_step=dq_p,
+            dq_lower=self._dq_lower.copy(),
+            dq_upper=self._dq_upper.copy(),
+            block_names=layout.names,
+        )
+
+    def solve_ik(self, problem: IKProblem) -> np.ndarray:
+        """One Gauss-Newton step ``dq`` (nv,) of ``problem``, within its step bounds."""
+        dq, _, _ = self._solve_step(
+            problem.jacobian, problem.error, problem.row_damping, problem.preferred_step,
+            problem.dq_lower, problem.dq_upper,
+        )
+        return dq
+
+    def solve(self, targets: IKTargets, q_init) -> IKResult:
+        """Iterate Gauss-Newton steps from ``q_init`` until every task is within tolerance.
+
+        Args:
+            targets: Task targets in the world frame.
+            q_init: Initial configuration (nq,), e.g. the previous solution or the
+                measured configuration; joints outside their limits are clipped first.
+
+        Returns:
+            The result; ``success`` is False when ``max_iterations`` is reached first.
+
+        Raises:
+            InputError: If ``q_init`` is malformed or non-finite.
+            FrameNotFound: If a target frame is not in the model.
+        """
+        start = time.perf_counter()
+        max_iterations = self.params.max_iterations
+        q = self._initial_configuration(q_init)
+        layout = self._prepare(targets)
+        posture = self._posture(targets)
+        positions, rotations = self._load_targets(layout, targets)
+        best_q, best_merit, best_sq = q, math.inf, None
+        iterations = 0
+        limited: tuple[str, ...] = ()
+        message = "max_iterations reached"
+        factor, factor_merit = None, math.inf  # Cholesky factor of the last full step and its merit
+        while True:
+            block_sq, merit = self._evaluate(layout, positions, rotations, q)
+            if not math.isfinite(merit):
+                message = "non-finite kinematics"
+                break
+            if merit < best_merit:
+                best_q, best_merit, best_sq = q, merit, block_sq
+            if merit <= 1.0:
+                message = "converged"
+                break
+            if iterations >= max_iterations:
+                break
+            dq = None
+            self._step_bounds(q)
+            if factor is not None and merit < _CHORD_CONTRACTION * factor_merit:
+                # Chord step: the last full step contracted well, so reuse its Jacobian and factor.
+                dq = self._chord_step(layout, factor)
+                limited = ()
+            factor = None
+            if dq is None:
+                self._jacobians(layout)
+                dq, limited, factor = self._solve_step(
+                    layout.jacobian, layout.error, self._row_damping(layout),
+                    self._preferred_step(q, posture), self._dq_lower, self._dq_upper,
+                )
+                factor_merit = merit
+                if not self.params.reuse_jacobian:
+                    factor = None
+            if not math.isfinite(float(dq @ dq)):
+                message = "non-finite step"
+                break
+            q = pin.integrate(self.model, q, dq)
+            iterations += 1
+        if best_sq is None:  # kinematics were not finite even at q_init
+            best_sq = np.full(len(layout.names), math.inf)
+        result = self._result(layout, best_q, best_merit <= 1.0, best_sq, iterations,
+                              time.perf_counter() - start, limited, message)
+        self.last_result = result
+        return result
+
+    def solve_two(self, targets_T: IKTargets, targets_2T: IKTargets, q_measured) -> tuple[IKResult, IKResult]:
+        """The two solutions of one control loop (seed 001).
+
+        The first reaches the targets of the next control period T from the
+        measured configuration; the second, for 2T, starts from the first's
+        solution (its best configuration, even when it did not converge), so the
+        joint controllers have a command for the period after next.
+
+        Returns:
+            (result for T, result for 2T).
+        """
+        first = self.solve(targets_T, q_measured)
+        second = self.solve(targets_2T, first.q)
+        return first, second
+
+    # ------------------------------------------------------------------ internals
+    def _frame_name(self, key: str | Foot) -> str:
+        robot = self.robot
+        if isinstance(key, Foot):
+            if not robot.is_biped:
+                raise FrameNotFound(f"Foot.{key.name}", robot.foot_frames)
+            return robot.left_foot_frame if key is Foot.LEFT else robot.right_foot_frame
+        if not isinstance(key, str):
+            raise FrameNotFound(repr(key), robot.frame_names)
+        return key
+
+    def _layout_key(self, targets: IKTargets) -> tuple:
+        return (
+            targets.com_position is not None,
+            tuple((key, key in targets.foot_rotations) for key in targets.foot_positions),
+            targets.torso_orientation is not None,
+        )
+
+    def _prepare(self, targets: IKTargets) -> _Layout:
+        if not isinstance(targets, IKTargets):
+            raise InputError("targets", type(targets).__name__, "an IKTargets instance")
+        layout = self._layout
+        if layout is None or layout.key != self._layout_key(targets):
+            layout = _Layout(self, targets)
+            self._layout = layout
+        return layout
+
+    def _posture(self, targets: IKTargets) -> np.ndarray:
+        if targets.posture is None:
+            return self._reference
+        if targets.posture.shape != (self.robot.nq,):
+            raise ShapeError("targets.posture", targets.posture.shape, (self.robot.nq,))
+        return targets.posture
+
+    def _load_targets(self, layout: _Layout, targets: IKTargets) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Target positions stacked as the position rows, and target rotations in block order."""
+        parts = [targets.com_position] if layout.com else []
+        parts += [targets.foot_positions[key] for key in layout.position_keys]
+        positions = np.concatenate(parts) if parts else np.zeros(0)
+        rotations = [
+            targets.torso_orientation if key is None else targets.foot_rotations[key]
+            for key in layout.rotation_keys
+        ]
+        return positions, rotations
+
+    def _evaluate(self, layout: _Layout, positions: np.ndarray, rotations: list[np.ndarray],
+                  q: np.ndarray) -> tuple[np.ndarray, float]:
+        """Forward kinematics at ``q``; fills ``layout.error``.
+
+        Returns:
+            (norm / tolerance)^2 of each 3-row block, and the merit, their maximum.
+        """
+        model, data = self.model, self.data
+        pin.forwardKinematics(model, data, q)
+        current = layout.current
+        if layout.com:
+            current[0:3] = pin.centerOfMass(model, data, pin.KinematicLevel.POSITION, False)
+        placements = [pin.updateFramePlacement(model, data, frame_id) for frame_id in layout.frame_ids]
+        for index, row in layout.position_slots:
+            current[row:row + 3] = placements[index].translation
+        np.subtract(positions, current, out=layout.position_error)
+        error = layout.error
+        for (index, row), rotation in zip(layout.rotation_slots, rotations):
+            error[row:row + 3] = pin.log3(rotation.dot(placements[index].rotation.T))
+        if not layout.rows:
+            return layout.block_scale[:, 0], 0.0
+        scaled = layout.block_scale @ (error * error)  # (block norm / tolerance)^2
+        return scaled, float(scaled.max())
+
+    def _jacobians(self, layout: _Layout) -> None:
+        """Task Jacobians at the configuration of the last :meth:`_evaluate`."""
+        model, data = self.model, self.data
+        jacobian = layout.jacobian
+        if layout.com:
+            # Also fills the joint Jacobians data.J (oMi.act(S) per joint), as computeJointJacobians
+            # does; test_ik checks every task Jacobian against finite differences.
+            jacobian[0:3] = pin.jacobianCenterOfMass(model, data, False)
+        else:
+            pin.computeJointJacobians(model, data)
+        for frame_id, position_row, rotation_row in layout.jacobian_frames:
+            frame_jacobian = pin.getFrameJacobian(model, data, frame_id, _LWA)
+            if position_row >= 0:
+                jacobian[position_row:position_row + 3] = frame_jacobian[:3]
+            if rotation_row >= 0:
+                jacobian[rotation_row:rotation_row + 3] = frame_jacobian[3:]
+
+    def _row_damping(self, layout: _Layout) -> np.ndarray:
+        error = layout.error
+        scale = self.params.damping + self.params.error_damping * float(error @ error)
+        return scale * layout.row_inverse_weight
+
+    def _preferred_step(self, q: np.ndarray, posture: np.ndarray) -> np.ndarray:
+        dq_p = pin.difference(self.model, q, posture)
+        dq_p *= self.params.posture_gain
+        dq_p[:6] = 0.0
+        return dq_p
+
+    def _step_bounds(self, q: np.ndarray) -> None:
+        limited = q[self._limit_q]
+        self._dq_lower[self._limit_v] = self._lower - limited
+        self._dq_upper[self._limit_v] = self._upper - limited
+
+    def _initial_configuration(self, q_init) -> np.ndarray:
+        """Validated copy of ``q_init`` (unit quaternion, joints clipped to their limits)."""
+        if type(q_init) is np.ndarray and q_init.shape == (self.robot.nq,) and q_init.dtype == np.float64:
+            q = q_init.copy()  # fast path of RobotModel.check_configuration
+            quaternion = q[3:7]
+            norm_sq = float(quaternion @ quaternion)
+            if not (math.isfinite(float(q @ q)) and norm_sq > 1e-18):
+                q = self.robot.check_configuration(q_init, "q_init")
+            elif abs(norm_sq - 1.0) > 1e-12:
+                quaternion /= math.sqrt(norm_sq)
+        else:
+            q = self.robot.check_configuration(q_init, "q_init")
+        limited = q[self._limit_q]
+        np.minimum(limited, self._upper, out=limited)
+        np.maximum(limited, self._lower, out=limited)
+        if type(self._limit_q) is not slice:
+            q[self._limit_q] = limited
+        return q
+
+    def _chord_step(self, layout: _Layout, factor: np.ndarray) -> np.ndarray | None:
+        """Step with the Jacobian and Cholesky factor of the last full step, without posture.
+
+        Returns None when the step would leave the joint limits or exceed ``max_step``
+        (the caller then takes a full step).
+        """
+        x, info = dpotrs(factor, layout.error)
+        if info != 0:
+            return None
+        dq = layout.jacobian.T @ x
+        if float(np.abs(dq).max()) > self.params.max_step or (dq < self._dq_lower).any() or (
+            dq > self._dq_upper
+        ).any():
+            return None
+        return dq
+
+    def _solve_step(
+        self, jacobian, error, rho, dq_p, dq_lower, dq_upper
+    ) -> tuple[np.ndarray, tuple[str, ...], np.ndarray | None]:
+        """Damped least-squares step with an active set on the step bounds.
+
+        Returns:
+            The step, the joints held at a limit, and the Cholesky factor of
+            ``J J^T + diag(rho)`` (None when the active set changed the system).
+        """
+        max_step = self.params.max_step
+        factor = None
+        if jacobian.shape[0] == 0:
+            dq = dq_p.copy()
+        else:
+            x, factor = self._damped_solve(jacobian, error - jacobian @ dq_p, rho)
+            dq = jacobian.T @ x
+            dq += dq_p
+        peak = float(np.abs(dq).max())
+        if peak > max_step:
+            dq *= max_step / peak
+        if not ((dq < dq_lower).any() or (dq > dq_upper).any()):
+            return dq, (), factor
+        free = np.ones(dq.shape[0])
+        fixed = np.zeros(dq.shape[0])
+        for _ in range(8):  # each round fixes at least one more joint at its limit
+            outside = (dq < dq_lower) | (dq > dq_upper)
+            if not outside.any():
+                break
+            free[outside] = 0.0
+            fixed[outside] = np.clip(dq[outside], dq_lower[outside], dq_upper[outside])
+            if jacobian.shape[0] == 0:
+                dq = free * dq_p + fixed
+            else:
+                masked = jacobian * free
+                residual = error - jacobian @ fixed - masked @ dq_p
+                dq = free * (dq_p + masked.T @ self._damped_solve(masked, residual, rho)[0]) + fixed
+            peak = float(np.abs(dq).max())
+            if peak > max_step:
+                dq *= max_step / peak
+        dq = np.clip(dq, dq_lower, dq_upper)
+        at_limit = np.flatnonzero(free == 0.0)
+        return dq, tuple(self._joint_of_v[int(i)] for i in at_limit if int(i) in self._joint_of_v), None
+
+    @staticmethod
+    def _damped_solve(
+        jacobian: np.ndarray, rhs: np.ndarray, rho: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Solve (J J^T + diag(rho)) x = rhs by Cholesky; returns x and the (upper) factor."""
+        gram = jacobian @ jacobian.T
+        gram.flat[:: gram.shape[0] + 1] += rho
+        factor, x, info = dposv(gram, rhs, overwrite_a=1, overwrite_b=1)
+        if info != 0:  # not positive definite: only with non-finite inputs
+            return np.full(rhs.shape, np.nan), None
+        return x, factor
+
+    def _result(self, layout, q, success, block_sq, iterations, solve_time, limited, message) -> IKResult:
+        norms = np.sqrt(block_sq / layout.inverse_tolerance_sq).tolist()
+        n_positions = len(layout.position_slots) + layout.com
+        q = q.copy()
+        q.setflags(write=False)
+        return IKResult(
+            q=q,
+            success=bool(success),
+            residuals=MappingProxyType(dict(zip(layout.names, norms))),
+            position_residual=max(norms[:n_positions], default=0.0),
+            orientation_residual=max(norms[n_positions:], default=0.0),
+            iterations=iterations,
+            solve_time=solve_time,
+            limited_joints=limited,
+            message=message,
+        )
+
+
+def targets_from_configuration(robot: RobotModel, q, torso: bool = True) -> IKTargets:
+    """Targets met exactly by ``q``: CoM, foot poses (6D for bipeds, else 3D), torso orientation."""
+    feet = robot.foot_poses(q)
+    return IKTargets(
+        com_position=robot.com(q),
+        foot_positions={frame: pose[0] for frame, pose in feet.items()},
+        foot_rotations={frame: pose[1] for frame, pose in feet.items()} if robot.is_biped else {},
+        torso_orientation=robot.frame_pose(q, robot.torso_frame)[1] if torso else None,
+    )
+
