@@ -103,6 +103,22 @@ def bringup_overrides(node_name: str, path: Optional[os.PathLike] = None) -> lis
     return [Parameter(name, value=value) for name, value in flatten(config_defaults(node_name, path)).items()]
 
 
+def run_guarded(body: Callable[[], None], args: Optional[Sequence[str]] = None) -> int:
+    """Init rclpy, run ``body`` (which spins), and shut down; exit code 2 on a configuration error."""
+    rclpy.init(args=args)
+    code = 0
+    try:
+        body()
+    except WalkMpcError as exc:
+        print(f"[walk_mpc] configuration error: {exc}", file=sys.stderr, flush=True)
+        code = 2
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        rclpy.try_shutdown()
+    return code
+
+
 def run(
     make_node: Callable[[], Node],
     args: Optional[Sequence[str]] = None,
