@@ -13,6 +13,7 @@ import pytest
 from walk_mpc.core.errors import ConfigError, ParameterError, UnknownKeyError
 from walk_mpc.core.params import from_mapping, to_mapping
 from walk_mpc.core.wheel_contact import WheelContact
+from walk_mpc.core.wheel_sim import simulate_wheel
 
 DT = 1e-3  # upkie's spine period [s]
 Params = WheelContact.Parameters
@@ -99,58 +100,6 @@ def assert_same_outputs(got, expected, where=""):
     assert got[0] == expected[0], f"contact differs {where}: {got} vs {expected}"
     for g, e in zip(got[1:], expected[1:], strict=True):
         assert g == pytest.approx(e, rel=1e-12, abs=0.0), f"{where}: {got} vs {expected}"
-
-
-# ---------------------------------------------------------------------------------------------------
-# Wheel simulator (test-only): torque-driven wheel, on the ground or in the air.
-# ---------------------------------------------------------------------------------------------------
-
-
-def simulate_wheel(
-    rng,
-    duration=3.0,
-    dt=DT,
-    air_intervals=((2.0, math.inf),),
-    ground_inertia=0.01,  # 2.5 kg per wheel reflected at a 6 cm wheel radius [kg m^2]
-    air_inertia=3e-4,  # wheel and rotor [kg m^2]
-    air_damping=5e-4,  # viscous friction of the free wheel [N m s/rad]
-    max_acceleration=20.0,  # peak rolling acceleration on the ground [rad/s^2]
-    torque_noise=0.005,  # [N m]
-    velocity_noise=0.02,  # [rad/s]
-):
-    """Measured (torque, velocity, in_air) of a wheel driven by a smooth random torque.
-
-    On the ground the torque ``ground_inertia * a(t)`` makes the robot roll with acceleration
-    ``a(t)`` (sum of three random sinusoids of 0.3-2 Hz: accelerating, decelerating). The same
-    torque command goes on when the wheel is in the air, where it spins the bare wheel
-    (``air_inertia``, ``air_damping``). At touchdown the wheel stops (impact) and rolls again.
-    """
-    n = round(duration / dt)
-    t = np.arange(n) * dt
-    freqs = rng.uniform(0.3, 2.0, 3)
-    phases = rng.uniform(0.0, 2.0 * np.pi, 3)
-    amps = rng.uniform(0.3, 1.0, 3)
-    amps *= max_acceleration / amps.sum()
-    acc = sum(a * np.sin(2.0 * np.pi * f * t + ph) for a, f, ph in zip(amps, freqs, phases, strict=True))
-    torque_cmd = ground_inertia * acc
-    in_air = np.zeros(n, dtype=bool)
-    for t0, t1 in air_intervals:
-        in_air |= (t >= t0) & (t < t1)
-    decay = math.exp(-air_damping * dt / air_inertia)
-    v = 0.0
-    vel = np.empty(n)
-    for k in range(n):
-        vel[k] = v
-        if in_air[k]:
-            v_ss = torque_cmd[k] / air_damping
-            v = v_ss + (v - v_ss) * decay
-        else:
-            if k > 0 and in_air[k - 1]:
-                v = 0.0
-            v += acc[k] * dt
-    torque = torque_cmd + torque_noise * rng.standard_normal(n)
-    velocity = vel + velocity_noise * rng.standard_normal(n)
-    return torque, velocity, in_air
 
 
 def run(params, torque, velocity, dt=DT):
