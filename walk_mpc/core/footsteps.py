@@ -10,6 +10,8 @@ within :class:`~.saturation.StepLimits` relative to the previous step (checked w
 Indices are consecutive from ``start_index`` (1 for a new walk); feet alternate;
 the first foot is the one on the side of the motion (left for left turns and left
 sidesteps, left for straight walks), unless only the other foot makes a valid plan.
+``n`` grows by one from the step-size estimate (then by 10 %), so it is minimal in
+practice. A stance the limits cannot leave (e.g. feet too far apart) raises InputError.
 A zero motion gives an empty list.
 """
 
@@ -26,8 +28,8 @@ from .timeline import FootPose
 
 Pose2 = Tuple[float, float, float]  # x [m], y [m], yaw [rad]
 
-#: Cap on how many times the generators refine the step count before giving up.
-MAX_REFINEMENTS = 200
+#: Cap on how many times the generators raise the step count (by 1, then by 10 %) before giving up.
+MAX_REFINEMENTS = 60
 
 
 def stance_center(left: FootPose, right: FootPose) -> Tuple[float, float, float, float]:
@@ -98,6 +100,15 @@ def _generate(
     check_positive("width", width)
     check_positive("duration", duration)
     check_finite("swing_height", swing_height)
+    if not limits.min_width <= width <= limits.max_width:
+        raise InputError("width", width,
+                         f"a width in [{limits.min_width}, {limits.max_width}] m (step limits)")
+    if not limits.min_duration <= duration <= limits.max_duration:
+        raise InputError("duration", duration,
+                         f"a duration in [{limits.min_duration}, {limits.max_duration}] s (step limits)")
+    if not 0.0 <= swing_height <= limits.max_swing_height:
+        raise InputError("swing_height", swing_height,
+                         f"a height in [0, {limits.max_swing_height}] m (step limits)")
     z = stance_center(left, right)[2]
     x1, y1, yaw1 = pose_at(1.0 / max(n_min, 1))
     x0, y0, _, yaw0 = stance_center(left, right)
@@ -107,7 +118,10 @@ def _generate(
         preferred = Foot.LEFT if lateral > 0.0 else Foot.RIGHT
     else:
         preferred = Foot.RIGHT if turn < -1e-9 else Foot.LEFT
-    for n in range(max(n_min, 1), max(n_min, 1) + MAX_REFINEMENTS):
+    n = max(n_min, 1)
+    for attempt in range(MAX_REFINEMENTS):
+        if attempt:
+            n = n + 1 if attempt < 20 else math.ceil(n * 1.1)
         centers = [(*pose_at(k / n)[:2], z, pose_at(k / n)[2]) for k in range(1, n + 1)]
         for first in (preferred, preferred.other):
             steps = _steps_through(centers, first, width, duration, swing_height, start_index)
