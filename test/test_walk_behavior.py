@@ -10,8 +10,9 @@ from walk_mpc.core.errors import InputError, ParameterError
 from walk_mpc.core.params import from_mapping, to_mapping
 from walk_mpc.core.saturation import SaturationFlags, StepLimits
 from walk_mpc.core.step import Foot, Step
-from walk_mpc.core.timeline import FootPose, GaitTiming, PhaseKind
+from walk_mpc.core.timeline import FootPose, GaitTiming, PhaseKind, Timeline
 from walk_mpc.core.walk_behavior import (
+    HISTORY_STEPS,
     NUM_REQUIRED_WALK_STEPS,
     SUBSTATE_FLAGS,
     Behavior,
@@ -188,6 +189,23 @@ def test_status_reports_support_foot_desired_and_measured_pose():
     assert status.left == FootPose.of_step(step_k(1))  # swing foot target
     double = run(behavior, lambda s: s.phase.kind is PhaseKind.DOUBLE)[-1]
     assert double.support_foot is None and double.desired_support_foot_pose is None
+
+
+def test_long_walk_keeps_a_bounded_timeline_that_matches_the_full_plan_from_now_on():
+    plan = steps(1, 100)
+    reference = Timeline(LEFT0, RIGHT0, plan, TIMING, t0=0.0)
+    behavior = walker()
+    behavior.submit_goal(plan)
+    statuses = run_to_stand(behavior, dt=0.0371)  # avoids ties with phase boundaries
+    for status in statuses[:-1]:
+        expected = reference.phase_at(status.t)
+        assert (status.phase.kind, status.phase.step_index) == (expected.kind, expected.step_index)
+        assert (status.left, status.right) == (expected.left, expected.right)
+        assert status.current_step_index == reference.completed_step_index(status.t)
+        assert status.timeline.completed_step_index(status.t) == status.current_step_index
+        assert len(status.timeline.steps) <= 2 * HISTORY_STEPS + NUM_REQUIRED_WALK_STEPS
+    assert statuses[-1].t == pytest.approx(reference.t_end, abs=0.0371)
+    assert statuses[-1].result.last_completed_step_index == 100
 
 
 def test_step_rejects_negative_or_non_finite_dt():

@@ -56,6 +56,9 @@ from .timeline import FootPose, GaitTiming, Phase, PhaseKind, Timeline
 #: Walk always needs this many steps of data ahead (or the end of the plan).
 NUM_REQUIRED_WALK_STEPS = 4
 
+#: Touched-down steps kept in the status timeline of long walks (between this and twice this).
+HISTORY_STEPS = 16
+
 
 class Behavior(enum.IntEnum):
     """Top-level behavior (``WalkFeedback.BEHAVIOR_*``)."""
@@ -179,7 +182,10 @@ class WalkStatus:
         step_queue_saturated: Saturated committed steps after ``current_step_index`` (at most N).
         step_saturation: One :class:`SaturationFlags` per ``step_queue_saturated`` entry.
         goal_id: Active goal (None in Stand).
-        timeline: Plan of the walk (committed steps), or a standing timeline in Stand.
+        timeline: Plan of the walk (committed steps), or a standing timeline in Stand. In walks of
+            more than ``2 * HISTORY_STEPS`` steps it starts ``HISTORY_STEPS`` to twice that many
+            steps back, with a SWAY phase standing for the older history: every phase from the
+            first kept lift-off on (so at and after ``t``) is exact; do not query older times.
         phase: Phase of ``timeline`` at ``t``.
         left: Desired left sole pose (touchdown pose while it swings).
         right: Desired right sole pose.
@@ -353,7 +359,11 @@ class WalkBehavior:
         self._behavior = Behavior.STAND
         self._goal_id: Optional[Hashable] = None
         self._timeline = timeline
-        self._touchdown: Dict[int, float] = {}
+        self._touchdown: Dict[int, float] = {}  # touchdown time [s] of the timeline's steps
+        self._liftoff: Dict[int, float] = {}  # lift-off time [s] of the timeline's steps
+        self._anchor = 0  # the timeline starts with the feet after this step (0: walk start)
+        self._anchor_feet = {Foot.LEFT: self._left, Foot.RIGHT: self._right}
+        self._anchor_t0 = self._t
         self._start_feet = {Foot.LEFT: self._left, Foot.RIGHT: self._right}
         self._committed: List[Step] = []
         self._committed_raw: List[Step] = []
@@ -366,9 +376,20 @@ class WalkBehavior:
         self._warning = False
 
     def _rebuild_timeline(self) -> None:
-        self._timeline = Timeline(self._start_feet[Foot.LEFT], self._start_feet[Foot.RIGHT], self._committed,
-                                  self.params.timing, t0=self._t0)
-        self._touchdown = {p.step_index: p.t_end for p in self._timeline.phases if p.kind is PhaseKind.SINGLE}
+        """Timeline of the committed steps, re-anchored in long walks so rebuilds stay O(1) per touchdown."""
+        if self._current - self._anchor >= 2 * HISTORY_STEPS:
+            anchor = self._current - HISTORY_STEPS
+            liftoff = self._liftoff[anchor + 1]  # of the first step kept, in the timeline being replaced
+            feet = dict(self._anchor_feet)
+            for step in self._committed[self._anchor:anchor]:
+                feet[step.foot] = FootPose.of_step(step)
+            self._anchor, self._anchor_feet = anchor, feet
+            self._anchor_t0 = liftoff - self.params.timing.sway_duration
+        self._timeline = Timeline(self._anchor_feet[Foot.LEFT], self._anchor_feet[Foot.RIGHT],
+                                  self._committed[self._anchor:], self.params.timing, t0=self._anchor_t0)
+        singles = [p for p in self._timeline.phases if p.kind is PhaseKind.SINGLE]
+        self._touchdown = {p.step_index: p.t_end for p in singles}
+        self._liftoff = {p.step_index: p.t_start for p in singles}
 
     @property
     def _last_committed(self) -> int:
@@ -635,7 +656,7 @@ class WalkBehavior:
         self._behavior = Behavior.WALK
         self._goal_id = goal_id
         self._error_flags = WalkFlags.NONE  # Walk is re-entered
-        self._t0 = self._t
+        self._anchor_t0 = self._t
         self._start_feet = {Foot.LEFT: self._left, Foot.RIGHT: self._right}
         self._install(steps, plan_complete)
         self._decide()
