@@ -233,3 +233,10 @@ def test_without_jacobian_reuse_the_solution_is_as_accurate(talos):
     targets = targets_from_configuration(talos, perturbed(talos, rng, 0.05))
     result = plain.solve(targets, talos.reference_configuration())
     assert result.success and result.position_residual < 1e-5
+
+
+def test_no_targets_means_nothing_to_do(talos):
+    q0 = talos.reference_configuration()
+    result = IKSolver(talos).solve(IKTargets(), q0)
+    assert result.success and result.iterations == 0 and dict(result.residuals) == {}
+    np.testing.assert_allclose(result.q, q0)

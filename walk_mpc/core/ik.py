@@ -36,7 +36,7 @@ import numpy as np
 import pinocchio as pin
 from scipy.linalg.lapack import dposv, dpotrs
 
-from .errors import FrameNotFound, InputError, ParameterError, ShapeError
+from .errors import FrameNotFound, InputError, ModelError, ParameterError, ShapeError
 from .params import check_int_range, check_nonnegative, check_positive, check_range
 from .robot import RobotModel
 from .step import Foot
@@ -252,7 +252,9 @@ class _Layout:
         self.current = np.zeros(self.position_rows)
         self.position_error = self.error[: self.position_rows]
         # Sums the squared errors of each 3-row block, divided by the block's squared tolerance.
-        self.block_scale = np.kron(np.diag(self.inverse_tolerance_sq), np.ones((1, 3))).reshape(-1, row)
+        self.block_scale = np.kron(np.diag(self.inverse_tolerance_sq), np.ones((1, 3)))
+        if not row:
+            self.block_scale = np.zeros((0, 0))
 
 
 class IKSolver:
@@ -402,11 +404,25 @@ class IKSolver:
             FrameNotFound: If a target frame is not in the model.
         """
         start = time.perf_counter()
-        max_iterations = self.params.max_iterations
         q = self._initial_configuration(q_init)
         layout = self._prepare(targets)
         posture = self._posture(targets)
         positions, rotations = self._load_targets(layout, targets)
+        try:
+            best_q, best_merit, best_sq, iterations, limited, message = self._iterate(
+                layout, positions, rotations, posture, q)
+        except Exception as exc:  # pinocchio/LAPACK failures; our inputs were validated above
+            raise ModelError(f"IK iteration failed in pinocchio: {exc}") from exc
+        if best_sq is None:  # kinematics were not finite even at q_init
+            best_sq = np.full(len(layout.names), math.inf)
+        result = self._result(layout, best_q, best_merit <= 1.0, best_sq, iterations,
+                              time.perf_counter() - start, limited, message)
+        self.last_result = result
+        return result
+
+    def _iterate(self, layout: _Layout, positions, rotations, posture, q):
+        """Gauss-Newton loop; returns (best q, its merit, its block errors, iterations, limited, message)."""
+        max_iterations = self.params.max_iterations
         best_q, best_merit, best_sq = q, math.inf, None
         iterations = 0
         limited: tuple[str, ...] = ()
@@ -445,12 +461,7 @@ class IKSolver:
                 break
             q = pin.integrate(self.model, q, dq)
             iterations += 1
-        if best_sq is None:  # kinematics were not finite even at q_init
-            best_sq = np.full(len(layout.names), math.inf)
-        result = self._result(layout, best_q, best_merit <= 1.0, best_sq, iterations,
-                              time.perf_counter() - start, limited, message)
-        self.last_result = result
-        return result
+        return best_q, best_merit, best_sq, iterations, limited, message
 
     def solve_two(self, targets_T: IKTargets, targets_2T: IKTargets, q_measured) -> tuple[IKResult, IKResult]:
         """The two solutions of one control loop (seed 001).
@@ -532,7 +543,7 @@ class IKSolver:
         for (index, row), rotation in zip(layout.rotation_slots, rotations):
             error[row:row + 3] = pin.log3(rotation.dot(placements[index].rotation.T))
         if not layout.rows:
-            return layout.block_scale[:, 0], 0.0
+            return np.zeros(0), 0.0
         scaled = layout.block_scale @ (error * error)  # (block norm / tolerance)^2
         return scaled, float(scaled.max())
 
