@@ -474,6 +474,11 @@ def test_unknown_or_missing_record_fields_are_rejected():
     assert_rejected_without_change(walker(), [missing], WalkErrorCode.INVALID_STEP, match="missing")
 
 
+def test_steps_that_are_not_a_list_are_rejected():
+    assert_rejected_without_change(walker(), 3.0, INVALID, match="not a list")
+    assert walker().submit_goal(iter(steps(1, 2))).accepted
+
+
 def test_records_become_steps_and_zero_normal_reads_as_vertical():
     parsed = steps_from_records([record(1, normal=(0.0, 0.0, 0.0)), record(2)])
     assert parsed == (step_k(1), step_k(2))
@@ -545,6 +550,13 @@ def test_abort_ends_with_the_given_code():
     assert behavior.abort(WalkErrorCode.IK_FAILURE, "IK did not converge")
     result = run_to_stand(behavior)[-1].result
     assert (result.error_code, result.error_msg) == (WalkErrorCode.IK_FAILURE, "IK did not converge")
+
+
+def test_abort_rejects_unknown_codes():
+    behavior = walker()
+    behavior.submit_goal(steps(1, 4))
+    with pytest.raises(InputError, match="error_code"):
+        behavior.abort(42, "?")
 
 
 def test_reset_returns_canceled_result_and_stands_at_the_given_feet():

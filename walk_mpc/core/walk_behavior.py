@@ -277,7 +277,11 @@ def steps_from_records(records: Sequence[StepLike]) -> Union[Tuple[Step, ...], R
         The steps, or a :class:`Rejection` for: no step, a malformed step (non-finite number,
         foot not 0/1, missing field), an index below 1, indices that do not increase by exactly 1.
     """
-    if records is None or len(records) == 0:
+    try:
+        records = list(records) if records is not None else []
+    except TypeError:
+        return Rejection(WalkErrorCode.INVALID_STEP, f"steps {records!r} is not a list of steps")
+    if not records:
         return Rejection(WalkErrorCode.INSUFFICIENT_STEP_DATA, "no steps given")
     steps: List[Step] = []
     for record in records:
@@ -525,14 +529,21 @@ class WalkBehavior:
 
         Returns:
             False if there is no such active goal or it is already ending.
+
+        Raises:
+            InputError: If ``error_code`` is not a :class:`WalkErrorCode` value.
         """
+        try:
+            error_code = WalkErrorCode(error_code)
+        except ValueError:
+            raise InputError("error_code", error_code, f"one of {[int(c) for c in WalkErrorCode]}") from None
         if self._behavior is not Behavior.WALK or self._outcome is not None:
             return False
         if goal_id is not None and goal_id != self._goal_id:
             return False
         phase = self._timeline.phase_at(self._t)
         keep = phase.step_index if phase.kind is PhaseKind.SINGLE else self._current
-        self._stop(WalkErrorCode(error_code), message, (), keep)
+        self._stop(error_code, str(message), (), keep)
         return True
 
     def step(self, dt: float, measured_support_foot_pose: Optional[FootPose] = None) -> WalkStatus:
