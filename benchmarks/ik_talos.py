@@ -88,10 +88,11 @@ class PlainGaussNewton:
         self.torso = robot.frame_id(robot.torso_frame)
         self.reference = robot.reference_configuration()
         self.left_name, self.right_name = robot.left_foot_frame, robot.right_foot_frame
+        self.posture_rows = np.eye(robot.nv)[6:] * 1e-3
+        self.regularisation = 1e-9 * np.eye(robot.nv)
 
     def solve(self, targets: IKTargets, q: np.ndarray) -> np.ndarray:
         model, data = self.model, self.data
-        nv = model.nv
         for _ in range(self.iterations):
             pin.computeJointJacobians(model, data, q)
             pin.framesForwardKinematics(model, data, q)
@@ -105,12 +106,11 @@ class PlainGaussNewton:
                 errors.append(pin.log3(targets.foot_rotations[name] @ oMf.rotation.T))
             rows.append(pin.getFrameJacobian(model, data, self.torso, pin.LOCAL_WORLD_ALIGNED)[3:])
             errors.append(pin.log3(targets.torso_orientation @ data.oMf[self.torso].rotation.T))
-            posture = np.eye(nv)[6:] * 1e-3
-            rows.append(posture)
+            rows.append(self.posture_rows)
             errors.append(1e-3 * pin.difference(model, q, self.reference)[6:])
             jac = np.vstack(rows)
             err = np.concatenate(errors)
-            dq = np.linalg.solve(jac.T @ jac + 1e-9 * np.eye(nv), jac.T @ err)
+            dq = np.linalg.solve(jac.T @ jac + self.regularisation, jac.T @ err)
             q = pin.integrate(model, q, dq)
         return q
 
@@ -123,10 +123,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=6, help="number of footsteps of the walk")
     parser.add_argument("--repeats", type=int, default=5, help="passes over the walk")
+    parser.add_argument("--tolerance", type=float, default=IKSolver.Parameters().tolerance,
+                        help="IK position tolerance [m] (default: the Parameters default)")
     args = parser.parse_args()
 
     robot = RobotModel(RobotModel.Parameters(robot="talos_reduced"))
-    solver = IKSolver(robot)
+    solver = IKSolver(robot, IKSolver.Parameters(tolerance=args.tolerance))
     baseline = PlainGaussNewton(robot)
     targets = walking_targets(robot, args.steps)
 
@@ -160,7 +162,8 @@ def main() -> None:
             base_residuals.append(np.linalg.norm(robot.com(q_base) - target.com_position))
 
     print(f"Talos IK benchmark: nq={robot.nq} nv={robot.nv}, {len(ours_ns)} solves "
-          f"({len(targets) - 1} ticks x {args.repeats}), tick {TICK * 1e3:.0f} ms")
+          f"({len(targets) - 1} ticks x {args.repeats}), tick {TICK * 1e3:.0f} ms, "
+          f"tolerance {args.tolerance * 1e3:g} mm")
     print(f"  per-tick target motion: CoM median {np.median(com_moves) * 1e3:.1f} mm (max "
           f"{np.max(com_moves) * 1e3:.1f}), swing foot median {np.median(swing_moves) * 1e3:.1f} mm "
           f"(max {np.max(swing_moves) * 1e3:.1f})")
