@@ -34,11 +34,12 @@ class ReferenceWalk:
     zmp_ref: np.ndarray  # (G, 2)
     reference: dict  # column name -> (142,) array of reference_walk.csv
 
-    def preview(self, tick: int, params: MpcParameters = SMPC_PARAMS) -> Preview:
+    def preview(self, tick: int, params: MpcParameters = SMPC_PARAMS, durations=None) -> Preview:
         """Preview of tick ``tick`` (interval i takes the support active at its start)."""
         n, dt = params.horizon, params.sampling_period
         sl = slice(tick, tick + n)
-        return Preview(np.full(n, dt), self.angles[sl], self.lower[sl], self.upper[sl], self.zmp_ref[sl],
+        durations = np.full(n, dt) if durations is None else durations
+        return Preview(durations, self.angles[sl], self.lower[sl], self.upper[sl], self.zmp_ref[sl],
                        t_start=tick * dt)
 
 
@@ -73,7 +74,7 @@ def run_reference_walk(mpc, walk: ReferenceWalk, ticks: int = SMPC_TICKS):
     state = np.zeros((3, 2))
     plans = []
     for k in range(ticks):
-        plan = mpc.solve(state, walk.preview(k, mpc.params))
+        plan = mpc.solve(state, walk.preview(k, mpc.params, mpc.durations))
         plans.append(plan)
         state = np.stack([plan.com_position[0], plan.com_velocity[0], plan.com_acceleration[0]])
     return plans

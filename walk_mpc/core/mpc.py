@@ -32,12 +32,13 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from .errors import ParameterError, ShapeError
-from .lipm import LipmModel, check_state, integrate_state
+from .errors import InputError, ParameterError, ShapeError
+from .lipm import LipmModel, integrate_state
 from .params import check_choice, check_int_range, check_nonnegative, check_positive
 from .preview import Preview
 
 BACKENDS = ("exact", "daqp", "osqp")
+_ZEROS6 = np.zeros(6)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -224,7 +225,7 @@ class Plan:
         return state
 
     def shifted(self, model: LipmModel, status: PlanStatus = PlanStatus.SHIFTED_PREVIOUS,
-                solve_time: float = 0.0) -> "Plan":
+                solve_time: float = 0.0) -> Plan:
         """This plan advanced by its first interval; the appended last interval holds zero jerk.
 
         Args:
@@ -356,7 +357,9 @@ class Mpc:
         #: Warm start shifts the active set by one interval only on a uniform grid.
         self.shift_warm_start = bool(abs(first - params.sampling_period) < 1e-12)
         self._backend = _make_backend(params.backend, self)
+        self._backend_name = params.backend
         self._previous: Optional[Plan] = None
+        self._checked_durations: Optional[np.ndarray] = self.durations
 
     @property
     def horizon(self) -> int:
@@ -380,11 +383,14 @@ class Mpc:
 
     def check_preview(self, preview: Preview) -> None:
         """Raise ShapeError unless the preview matches this MPC's grid."""
+        if preview.durations is self._checked_durations:
+            return
         if preview.horizon != self.horizon:
             raise ShapeError("preview.durations", preview.durations.shape, (self.horizon,))
-        if not np.allclose(preview.durations, self.durations, rtol=0.0, atol=1e-9):
-            raise ShapeError("preview.durations", preview.durations.shape,
-                             f"durations {self.durations[0]} then {self.params.sampling_period} s")
+        if np.max(np.abs(preview.durations - self.durations)) > 1e-9:
+            raise InputError("preview.durations", preview.durations,
+                             f"{self.durations[0]} s then {self.params.sampling_period} s (the MPC grid)")
+        self._checked_durations = preview.durations  # previews are immutable: check each array once
 
     def solve(self, state: np.ndarray, preview: Preview) -> Plan:
         """Solve one tick.
@@ -396,28 +402,29 @@ class Mpc:
 
         Returns:
             The plan; on INFEASIBLE/FAILED the previous plan shifted (``is_fallback``).
+
+        Raises:
+            ShapeError, InputError: On a malformed state or a preview on another grid.
         """
-        x0 = check_state(state)
+        x0 = np.array(state, dtype=float)
+        if x0.shape != (3, 2):
+            raise ShapeError("state", x0.shape, "(3, 2): rows position/velocity/acceleration, columns x/y")
+        if math.isnan(x0.reshape(6) @ _ZEROS6):
+            raise InputError("state", state, "finite values")
         self.check_preview(preview)
         start = time.perf_counter()
-        if np.any(preview.lower > preview.upper):
-            status, arrays, iterations = PlanStatus.INFEASIBLE, None, 0
-        else:
-            try:
-                status, arrays, iterations = self._backend.solve(x0, preview)
-            except Exception:  # noqa: BLE001 - third-party solver errors become FAILED (module policy)
-                status, arrays, iterations = PlanStatus.FAILED, None, 0
-                self._backend.reset()
-            if arrays is not None and not all(np.all(np.isfinite(a)) for a in arrays):
-                status, arrays = PlanStatus.FAILED, None
-                self._backend.reset()
-        elapsed = time.perf_counter() - start
-        if status is PlanStatus.SOLVED and arrays is not None:
+        try:
+            status, arrays, iterations = self._backend.solve(x0, preview)
+        except Exception:  # noqa: BLE001 - third-party solver errors become FAILED (module policy)
+            status, arrays, iterations = PlanStatus.FAILED, None, 0
+            self._backend.reset()
+        if status is PlanStatus.SOLVED:
             jerk, pos, vel, acc, zmp = arrays
-            plan = Plan(status, preview.t_start, self.durations, _frozen(x0), jerk, pos, vel, acc, zmp,
-                        elapsed, iterations, False, self.params.backend)
+            x0.flags.writeable = False
+            plan = Plan(status, preview.t_start, self.durations, x0, jerk, pos, vel, acc, zmp,
+                        time.perf_counter() - start, iterations, False, self._backend_name)
         else:
-            plan = self._fallback(status, x0, preview.t_start, elapsed)
+            plan = self._fallback(status, x0, preview.t_start, time.perf_counter() - start)
         self._previous = plan
         return plan
 
@@ -425,7 +432,8 @@ class Mpc:
         previous = self._previous
         if previous is not None and math.isclose(previous.t_start + float(previous.durations[0]), t_start,
                                                  abs_tol=1e-6):
-            return dataclasses.replace(previous.shifted(self.model, status, elapsed), backend=self.params.backend)
+            plan = previous.shifted(self.model, status, elapsed)
+            return dataclasses.replace(plan, backend=self._backend_name)
         jerk = np.zeros((self.horizon, 2))
         pos, vel, acc, zmp = (np.ascontiguousarray(a) for a in self.condensed.trajectories(x0, jerk))
         return Plan(status, t_start, self.durations, _frozen(x0), _frozen(jerk), _frozen(pos), _frozen(vel),

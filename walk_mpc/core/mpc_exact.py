@@ -29,6 +29,7 @@ import math
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
+from scipy.linalg.lapack import dposv
 
 from .mpc import PlanStatus
 
@@ -37,13 +38,17 @@ _DUAL_TOL = 1e-12  # multiplier sign tolerance
 
 
 class ExactBackend:
-    """Dual active-set solver of the condensed LIPM QP (see module docstring)."""
+    """Dual active-set solver of the condensed LIPM QP (see module docstring).
+
+    Variables are interleaved per interval: ``w[2 i + axis]``, so (N, 2) arrays of the preview and
+    of the plan are used without transposition.
+    """
 
     def __init__(self, mpc) -> None:
         cond = mpc.condensed
         n = cond.horizon
         self.n = n
-        self.shift = 1 if mpc.shift_warm_start else 0
+        self.shift = bool(mpc.shift_warm_start)
         alpha = cond.weights.zmp
         factor = cho_factor(cond.hessian)
         q = cho_solve(factor, cond.uz.T)  # H^-1 Uz^T
@@ -52,134 +57,164 @@ class ExactBackend:
         ej = -cho_solve(factor, cond.gx)  # unconstrained jerk = ej x0 + alpha q zref
         kz = cond.pz + cond.uz @ ej
         self.m = m
-        # z* (2, N) = [x0^T, zref^T] @ s1t
-        self.s1t = np.ascontiguousarray(np.hstack([kz, alpha * m]).T)
+        # rhs = [x0; zref; mu] (3 + 2N, 2); z* (N, 2) = s1 @ rhs (mu rows are zero then).
+        self.s1 = np.zeros((n, 3 + 2 * n))
+        self.s1[:, :3 + n] = np.hstack([kz, alpha * m])
         # jerk = ej x0 + alpha q zref - q mu ; outputs = [Pc..Pz] x0 + [Uc..Uz] jerk
         jmap = np.hstack([ej, alpha * q, -q])
         out_x0 = np.hstack([cond.outputs[:, :3], np.zeros((4 * n, 2 * n))])
-        big = np.vstack([jmap, out_x0 + cond.outputs[:, 3:] @ jmap])
-        self.bigt = np.ascontiguousarray(big.T)  # (3 + 2N, 5N)
-        self.m2 = np.zeros((2 * n, 2 * n))
-        self.m2[:n, :n] = m
-        self.m2[n:, n:] = m
+        self.big = np.vstack([jmap, out_x0 + cond.outputs[:, 3:] @ jmap])  # (5N, 3 + 2N)
+        self.m2 = np.kron(m, np.eye(2))
         self.mw = np.zeros((2 * n, 2 * n))
-        self.rhs = np.zeros((2, 3 + 2 * n))
+        self.rhs = np.zeros((3 + 2 * n, 2))
+        self.bounds = np.zeros((2, n, 2))  # lower, upper of the box-frame ZMP
+        self.zeros_out = np.zeros(10 * n)
         self.max_iterations = 8 * n
         self.reset()
 
     def reset(self) -> None:
         """Forget the warm start."""
-        self._active = np.zeros(0, dtype=np.intp)
-        self._sides = np.zeros(0)
+        self._active: list = []  # variable indices 2 i + axis
+        self._sides: list = []  # +1.0 upper bound, -1.0 lower bound
 
     def _warm_set(self):
-        active, sides = self._active, self._sides
-        if not self.shift or active.size == 0:
-            return active, sides
-        n = self.n
-        index = active % n
-        keep = index >= 1
-        return active[keep] - 1, sides[keep]
+        """Previous active set shifted by one interval; a bound active at the last interval
+        (end-of-horizon effect) is usually still active there, so it is kept as well (the sign check
+        drops it otherwise)."""
+        if not self.shift:
+            return self._active, self._sides
+        last_index = 2 * self.n - 2
+        active, sides, last = [], [], []
+        for k, side in zip(self._active, self._sides):
+            if k >= 2:
+                active.append(k - 2)
+                sides.append(side)
+            if k >= last_index:
+                last.append((k, side))
+        for k, side in last:
+            active.append(k)
+            sides.append(side)
+        return active, sides
 
     def solve(self, x0: np.ndarray, preview):
         """Solve one tick; returns (status, (jerk, pos, vel, acc, zmp), iterations)."""
         n = self.n
+        bounds = self.bounds
+        bounds[0] = preview.lower
+        bounds[1] = preview.upper
+        gap = bounds[1] - bounds[0]
+        if gap.reshape(-1)[gap.argmin()] < 0.0:
+            return PlanStatus.INFEASIBLE, None, 0
         rhs = self.rhs
-        rhs[:, :3] = x0.T
-        rhs[:, 3:3 + n] = preview.zmp_ref.T
-        zs = rhs[:, :3 + n] @ self.s1t  # (2, N) unconstrained ZMP
+        rhs[:3] = x0
+        rhs[3:3 + n] = preview.zmp_ref
+        rhs[3 + n:] = 0.0
+        zs = self.s1 @ rhs  # (N, 2) unconstrained ZMP
         angles = preview.angles
-        theta = angles[0]
-        aligned = bool((angles == theta).all())
-        if aligned:
+        theta = angles[angles.argmin()]
+        if theta == angles[angles.argmax()]:
             mat = self.m2
             if theta == 0.0:
                 cos = sin = None
-                ws = zs.ravel()
+                ws = zs.reshape(2 * n)
             else:
                 cos, sin = math.cos(theta), math.sin(theta)
-                ws = np.concatenate([cos * zs[0] + sin * zs[1], cos * zs[1] - sin * zs[0]])
+                ws = (zs @ np.array([[cos, -sin], [sin, cos]])).reshape(2 * n)
         else:
             cos, sin = np.cos(angles), np.sin(angles)
             cdiff = np.multiply.outer(cos, cos)
-            cdiff += np.multiply.outer(sin, sin)
-            sdiff = np.multiply.outer(sin, cos)
-            sdiff -= np.multiply.outer(cos, sin)
+            cdiff += np.multiply.outer(sin, sin)  # cos(a_i - a_j)
+            sdiff = np.multiply.outer(cos, sin)
+            sdiff -= np.multiply.outer(sin, cos)  # sin(a_j - a_i)
             mat = self.mw
+            blocks = mat.reshape(n, 2, n, 2)
             m = self.m
-            np.multiply(m, cdiff, out=mat[:n, :n])
-            mat[n:, n:] = mat[:n, :n]
-            np.multiply(m, sdiff, out=mat[:n, n:])
-            np.negative(mat[:n, n:], out=mat[n:, :n])
-            ws = np.concatenate([cos * zs[0] + sin * zs[1], cos * zs[1] - sin * zs[0]])
-        lo = preview.lower.T.ravel()
-        hi = preview.upper.T.ravel()
+            np.multiply(m, cdiff, out=blocks[:, 0, :, 0])
+            blocks[:, 1, :, 1] = blocks[:, 0, :, 0]
+            np.multiply(m, sdiff, out=blocks[:, 1, :, 0])
+            np.negative(blocks[:, 1, :, 0], out=blocks[:, 0, :, 1])
+            ws = np.empty(2 * n)
+            ws[0::2] = cos * zs[:, 0] + sin * zs[:, 1]
+            ws[1::2] = cos * zs[:, 1] - sin * zs[:, 0]
         active, sides = self._warm_set()
-        result = _dual_active_set(mat, ws, lo, hi, active, sides, self.max_iterations)
+        result = _dual_active_set(mat, ws, bounds.reshape(2, 2 * n), active, sides, self.max_iterations)
         if result is None:
             self.reset()
             return PlanStatus.FAILED, None, self.max_iterations
         active, sides, mu, iterations = result
         self._active, self._sides = active, sides
-        muz = rhs[:, 3 + n:]
-        muz[:] = 0.0
-        if active.size:
-            mw = np.zeros(2 * n)
-            mw[active] = mu
-            if cos is None:
-                muz[:] = mw.reshape(2, n)
-            else:
-                mx, my = mw[:n], mw[n:]
-                muz[0] = cos * mx - sin * my
-                muz[1] = sin * mx + cos * my
-        out = rhs @ self.bigt  # (2, 5N): jerk, c, v, a, z
+        if active:
+            mu_z = rhs[3 + n:]
+            mu_z.reshape(2 * n)[active] = mu
+            if cos is not None:
+                if isinstance(cos, float):
+                    mu_z[:] = mu_z @ np.array([[cos, sin], [-sin, cos]])
+                else:
+                    mx = mu_z[:, 0].copy()
+                    mu_z[:, 0] = cos * mx - sin * mu_z[:, 1]
+                    mu_z[:, 1] = sin * mx + cos * mu_z[:, 1]
+        out = self.big @ rhs  # (5N, 2): jerk, c, v, a, z
+        if math.isnan(self.zeros_out @ out.reshape(10 * n)):
+            return PlanStatus.FAILED, None, iterations
         out.flags.writeable = False
-        return (PlanStatus.SOLVED,
-                (out[:, :n].T, out[:, n:2 * n].T, out[:, 2 * n:3 * n].T, out[:, 3 * n:4 * n].T,
-                 out[:, 4 * n:].T),
-                iterations)
+        return PlanStatus.SOLVED, (out[:n], out[n:2 * n], out[2 * n:3 * n], out[3 * n:4 * n], out[4 * n:]), iterations
 
 
-def _inverse(mat: np.ndarray) -> np.ndarray:
-    return np.linalg.inv(mat)
-
-
-def _dual_active_set(mat, ws, lo, hi, active, sides, max_iterations):
+def _dual_active_set(mat, ws, bounds, active, sides, max_iterations):
     """Goldfarb-Idnani dual active set for ``min 0.5 w'M^-1 w - w'M^-1 ws, lo <= w <= hi``.
 
     Args:
         mat: Inverse Hessian M (2N, 2N), symmetric positive definite.
         ws: Unconstrained optimum (2N,).
-        lo, hi: Bounds (2N,), lo <= hi.
-        active, sides: Warm-start active set (indices, +1 upper / -1 lower).
+        bounds: (2, 2N) rows lower, upper.
+        active, sides: Warm-start active set (variable indices; +1.0 upper, -1.0 lower bound).
         max_iterations: Bound on active-set changes.
 
     Returns:
-        (active, sides, mu, iterations) with signed multipliers ``mu`` (``w = ws - M[:, active] mu``),
-        or None if the iteration limit was hit.
+        (active, sides, mu, iterations) with signed multipliers ``mu`` (``w = ws - M[:, active] mu``;
+        ``mu >= 0`` on upper bounds, ``<= 0`` on lower bounds), or None at the iteration limit.
     """
-    if active.size:
-        bound = np.where(sides > 0.0, hi[active], lo[active])
-        rows = mat[active]
-        inv = _inverse(rows[:, active])
-        mu = inv @ (ws[active] - bound)
+    lo, hi = bounds[0], bounds[1]
+    size = ws.shape[0]
+    if active:
+        index = np.array(active)
+        sides = np.array(sides)
+        bound = bounds.reshape(-1).take([k + size if side > 0.0 else k for k, side in zip(active, sides)])
+        rows = mat.take(index, 0)
+        _, mu, info = dposv(rows.take(index, 1), ws.take(index) - bound)
+        if info:
+            return None
         lam = sides * mu
-        while active.size and lam.min() < -_DUAL_TOL:
-            k = int(lam.argmin())
-            inv = _delete(inv, k)
-            active = np.delete(active, k)
-            sides = np.delete(sides, k)
-            bound = np.delete(bound, k)
-            rows = np.delete(rows, k, axis=0)
-            mu = inv @ (ws[active] - bound)
+        k = lam.argmin()
+        while lam[k] < -_DUAL_TOL:
+            keep = np.arange(index.size) != k
+            index, sides, bound, rows = index[keep], sides[keep], bound[keep], rows[keep]
+            if not index.size:
+                break
+            _, mu, info = dposv(rows.take(index, 1), ws.take(index) - bound)
+            if info:
+                return None
             lam = sides * mu
-        w = ws - mu @ rows if active.size else ws.copy()
+            k = lam.argmin()
+        if index.size:
+            w = ws - mu @ rows
+        else:
+            w = ws.copy()
+            mu = np.zeros(0)
     else:
-        inv = np.zeros((0, 0))
-        mu = np.zeros(0)
-        lam = mu
-        rows = np.zeros((0, ws.shape[0]))
+        index = np.zeros(0, dtype=np.intp)
+        sides = mu = np.zeros(0)
         w = ws.copy()
+    over = w - hi
+    under = lo - w
+    pu = over.argmax()
+    pl = under.argmax()
+    if over[pu] <= _PRIMAL_TOL and under[pl] <= _PRIMAL_TOL:
+        return index.tolist(), sides.tolist(), mu, 0
+    # Goldfarb-Idnani additions, with an explicit inverse of M_WW kept up to date.
+    rows = mat.take(index, 0)
+    inv = np.linalg.inv(rows.take(index, 1)) if index.size else np.zeros((0, 0))
+    lam = sides * mu
     iterations = 0
     while True:
         over = w - hi
@@ -191,7 +226,7 @@ def _dual_active_set(mat, ws, lo, hi, active, sides, max_iterations):
         else:
             p, sp, viol = pl, -1.0, under[pl]
         if viol <= _PRIMAL_TOL:
-            return active, sides, mu, iterations
+            return index.tolist(), sides.tolist(), mu, iterations
         target = hi[p] if sp > 0.0 else lo[p]
         lam_p = 0.0
         while True:
@@ -199,8 +234,8 @@ def _dual_active_set(mat, ws, lo, hi, active, sides, max_iterations):
             if iterations > max_iterations:
                 return None
             row = mat[p]
-            if active.size:
-                r = inv @ row[active]
+            if index.size:
+                r = inv @ row[index]
                 shat = row - r @ rows
                 delta = shat[p]
                 rate = (sp * sides) * r  # decrease rate of the active multipliers
@@ -218,7 +253,7 @@ def _dual_active_set(mat, ws, lo, hi, active, sides, max_iterations):
                     w -= step * shat
                     lam_p += t_drop
                     inv = _delete(inv, k)
-                    active = np.delete(active, k)
+                    index = np.delete(index, k)
                     sides = np.delete(sides, k)
                     rows = np.delete(rows, k, axis=0)
                     mu = np.delete(mu, k)
@@ -235,7 +270,7 @@ def _dual_active_set(mat, ws, lo, hi, active, sides, max_iterations):
             w -= step * shat
             w[p] = target
             inv = _border(inv, r, delta)
-            active = np.append(active, p)
+            index = np.append(index, p)
             sides = np.append(sides, sp)
             rows = np.vstack([rows, row])
             mu = np.append(mu, sp * (lam_p + t_full))

@@ -249,10 +249,13 @@ class Preview:
 
 
 def _array(name: str, value, ndim: int) -> np.ndarray:
-    try:
-        array = np.array(value, dtype=float)
-    except (TypeError, ValueError):
-        raise InputError(name, value, "an array of numbers") from None
+    if isinstance(value, np.ndarray) and value.dtype == np.float64 and not value.flags.writeable:
+        array = value  # already immutable: share it
+    else:
+        try:
+            array = np.array(value, dtype=float)
+        except (TypeError, ValueError):
+            raise InputError(name, value, "an array of numbers") from None
     if array.ndim != ndim:
         raise ShapeError(name, array.shape, f"{ndim} dimension(s)")
     if not np.all(np.isfinite(array)):
