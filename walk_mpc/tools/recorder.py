@@ -1,0 +1,155 @@
+"""Record ROS 2 topics to MCAP with ROS 2 (CDR) serialization, openable by Foxglove and ``ros2 bag``.
+
+Library: ``McapRecorder(path).write(topic, type_name, msg, stamp_ns)``; node: ``RecorderNode(path, topics)``.
+Schemas are the ``ros2msg`` definitions read from the installed ``share/<pkg>/msg/*.msg`` files, with their
+dependencies appended the way rosbag2 does.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Tuple
+
+from mcap.writer import CompressionType, Writer
+from rclpy.node import Node
+from rclpy.qos import QoSProfile
+from rclpy.serialization import serialize_message
+
+from walk_mpc.tools.msgdict import message_type
+
+PRIMITIVES = {"bool", "byte", "char", "float32", "float64", "int8", "uint8", "int16", "uint16", "int32",
+              "uint32", "int64", "uint64", "string", "wstring"}
+SEPARATOR = "=" * 80
+
+
+def _share_directories() -> List[Path]:
+    prefixes = [p for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]
+    return [Path(p) / "share" for p in prefixes]
+
+
+def msg_file(type_name: str) -> Path:
+    """Path of the .msg file of 'pkg/msg/Type' in the ament prefixes.
+
+    Raises:
+        FileNotFoundError: If no prefix has it.
+    """
+    pkg, _, name = type_name.partition("/msg/")
+    for share in _share_directories():
+        path = share / pkg / "msg" / f"{name}.msg"
+        if path.is_file():
+            return path
+    raise FileNotFoundError(f"no {pkg}/msg/{name}.msg under AMENT_PREFIX_PATH")
+
+
+def _dependencies(type_name: str, text: str) -> List[str]:
+    pkg = type_name.split("/")[0]
+    deps = []
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line or "=" in line.split()[0]:
+            continue
+        parts = line.split()
+        if len(parts) < 2 or "=" in parts[1]:
+            continue  # constant
+        base = re.sub(r"\[.*\]$", "", parts[0])
+        base = re.sub(r"<=\d+$", "", base)
+        if base in PRIMITIVES:
+            continue
+        if "/" in base:
+            dep_pkg, dep_name = base.split("/")[0], base.split("/")[-1]
+        else:
+            dep_pkg, dep_name = pkg, base
+        deps.append(f"{dep_pkg}/msg/{dep_name}")
+    return deps
+
+
+def msgdef_text(type_name: str) -> str:
+    """The ros2msg schema of ``type_name`` ('pkg/msg/Type'): its definition then each dependency's."""
+    root = msg_file(type_name).read_text()
+    parts, seen, queue = [root], {type_name}, _dependencies(type_name, root)
+    while queue:
+        dep = queue.pop(0)
+        if dep in seen:
+            continue
+        seen.add(dep)
+        text = msg_file(dep).read_text()
+        pkg, _, name = dep.partition("/msg/")
+        parts.append(f"{SEPARATOR}\nMSG: {pkg}/{name}\n{text}")
+        queue.extend(_dependencies(dep, text))
+    return "\n".join(parts)
+
+
+class McapRecorder:
+    """Writes serialized ROS 2 messages to an MCAP file (one channel per topic)."""
+
+    def __init__(self, path: os.PathLike) -> None:
+        self.path = Path(path)
+        self._stream = open(self.path, "wb")
+        self._writer = Writer(self._stream, compression=CompressionType.ZSTD)
+        self._writer.start(profile="ros2", library="walk_mpc")
+        self._schemas: Dict[str, int] = {}
+        self._channels: Dict[Tuple[str, str], int] = {}
+        self._sequence = 0
+        self.count = 0
+
+    def _channel(self, topic: str, type_name: str) -> int:
+        key = (topic, type_name)
+        if key not in self._channels:
+            if type_name not in self._schemas:
+                self._schemas[type_name] = self._writer.register_schema(
+                    name=type_name.replace("/msg/", "/"), encoding="ros2msg",
+                    data=msgdef_text(type_name).encode())
+            self._channels[key] = self._writer.register_channel(
+                topic=topic if topic.startswith("/") else f"/{topic}", message_encoding="cdr",
+                schema_id=self._schemas[type_name])
+        return self._channels[key]
+
+    def write(self, topic: str, type_name: str, msg, stamp_ns: Optional[int] = None) -> None:
+        """Write one message; ``stamp_ns`` [ns] defaults to the wall clock."""
+        stamp_ns = time.time_ns() if stamp_ns is None else int(stamp_ns)
+        self._writer.add_message(channel_id=self._channel(topic, type_name), log_time=stamp_ns,
+                                 data=serialize_message(msg), publish_time=stamp_ns, sequence=self._sequence)
+        self._sequence += 1
+        self.count += 1
+
+    def close(self) -> None:
+        """Finish the file (idempotent)."""
+        if not self._stream.closed:
+            self._writer.finish()
+            self._stream.close()
+
+
+def type_name_of(cls) -> str:
+    """'pkg/msg/Type' of a message class."""
+    module = cls.__module__.split(".")
+    return f"{module[0]}/{module[1]}/{cls.__name__}"
+
+
+class RecorderNode(Node):
+    """Subscribes to topics and writes every message, stamped with the receive time, to an MCAP file.
+
+    Args:
+        path: Output file.
+        topics: (topic, 'pkg/msg/Type' or message class, QoS profile or depth) triples.
+    """
+
+    def __init__(self, path: os.PathLike, topics: Iterable[Tuple[str, object, object]], **kwargs) -> None:
+        super().__init__("walk_mpc_recorder", **kwargs)
+        self.recorder = McapRecorder(path)
+        self._subscriptions_by_topic = {}
+        for topic, msg_type, qos in topics:
+            cls = message_type(msg_type) if isinstance(msg_type, str) else msg_type
+            name = type_name_of(cls)
+            self._subscriptions_by_topic[topic] = self.create_subscription(
+                cls, topic, lambda msg, t=topic, n=name: self._record(t, n, msg),
+                qos if isinstance(qos, (QoSProfile, int)) else 10)
+
+    def _record(self, topic: str, type_name: str, msg) -> None:
+        self.recorder.write(topic, type_name, msg, self.get_clock().now().nanoseconds)
+
+    def destroy_node(self) -> None:
+        self.recorder.close()
+        super().destroy_node()
