@@ -34,6 +34,8 @@ class DaqpBackend:
         import daqp
 
         cond, n = self.cond, self.n
+        if (preview.lower > preview.upper).any():
+            return PlanStatus.INFEASIBLE, None, 0
         grad = cond.gradient(x0, preview.zmp_ref)  # (N, 2)
         f = np.concatenate([grad[:, 0], grad[:, 1]])
         cos, sin = np.cos(preview.angles)[:, None], np.sin(preview.angles)[:, None]

@@ -111,7 +111,7 @@ class OsqpBackend:
         self.a_mat.data[self.zmp_idx] = self._zmp_values(angles)
         solver = self._osqp.OSQP()
         solver.setup(self.p, self.q, self.a_mat, self.lower, self.upper, verbose=False,
-                     eps_abs=s.eps_abs, eps_rel=s.eps_rel, max_iter=s.max_iter, polish=s.polish,
+                     eps_abs=s.eps_abs, eps_rel=s.eps_rel, max_iter=s.max_iter, polishing=s.polish,
                      rho=s.rho, adaptive_rho_interval=s.adaptive_rho_interval, warm_starting=True,
                      eps_prim_inf=1e-6, polish_refine_iter=5)
         self._solver = solver
@@ -121,6 +121,8 @@ class OsqpBackend:
         """Solve one tick; returns (status, (jerk, pos, vel, acc, zmp), iterations)."""
         n, ns = self.n, 6 * self.n
         cond = self.cond
+        if (preview.lower > preview.upper).any():
+            return PlanStatus.INFEASIBLE, None, 0
         # Bounds: dynamics equalities, then ZMP boxes.
         first = self.a0 @ x0  # (3, 2)
         self.lower[:ns] = 0.0
@@ -145,7 +147,7 @@ class OsqpBackend:
             self._solver.update(**update)
             if self._x is not None:
                 self._solver.warm_start(x=self._x, y=self._y)
-        result = self._solver.solve()
+        result = self._solver.solve(raise_error=False)
         status_val = result.info.status_val
         statuses = self._osqp.SolverStatus
         iterations = int(result.info.iter)

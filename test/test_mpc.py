@@ -1,0 +1,167 @@
+"""Specification of the walking MPC: exact reference walk, backends, fallbacks, parameters."""
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+from mpc_problems import SMPC_PARAMS, SMPC_TICKS, load_reference_walk, run_reference_walk, walk_timeline
+
+from walk_mpc.core.errors import InputError, ParameterError, ShapeError
+from walk_mpc.core.mpc import Mpc, MpcParameters, MpcWeights, OsqpSettings, PlanStatus
+from walk_mpc.core.params import from_mapping, to_mapping
+from walk_mpc.core.preview import Preview, PreviewBuilder, SoleParameters
+
+
+@pytest.fixture(scope="module")
+def walk():
+    return load_reference_walk()
+
+
+def _state(plan):
+    return np.stack([plan.com_position[0], plan.com_velocity[0], plan.com_acceleration[0]])
+
+
+@pytest.mark.parametrize("backend, tolerance", [("exact", 1e-9), ("daqp", 1e-9), ("osqp", 1e-5)])
+def test_reference_walk_reproduces_smpc_solver_on_all_142_ticks(walk, backend, tolerance):
+    mpc = Mpc(dataclasses.replace(SMPC_PARAMS, backend=backend))
+    plans = run_reference_walk(mpc, walk)
+    assert len(plans) == SMPC_TICKS
+    ref = walk.reference
+    com = np.array([p.com_position[0] for p in plans])
+    zmp = np.array([p.zmp[0] for p in plans])
+    assert all(p.status is PlanStatus.SOLVED for p in plans)
+    assert np.abs(com[:, 0] - ref["com_x"]).max() < tolerance
+    assert np.abs(com[:, 1] - ref["com_y"]).max() < tolerance
+    assert np.abs(zmp[:, 0] - ref["zmp_x"]).max() < tolerance
+    assert np.abs(zmp[:, 1] - ref["zmp_y"]).max() < tolerance
+    vel = np.array([p.com_velocity[0] for p in plans])
+    assert np.abs(vel[:, 0] - ref["com_vx"]).max() < 100 * tolerance
+    bound = 1e-4 if backend == "osqp" else 1e-10
+    for k, plan in enumerate(plans):  # every predicted ZMP of every tick inside its rectangle
+        assert walk.preview(k).violation(plan.zmp).max() <= bound
+
+
+def test_exact_backend_matches_daqp_on_rotated_coupled_boxes():
+    rng = np.random.default_rng(7)
+    params = MpcParameters(horizon=30)
+    exact, daqp = Mpc(params), Mpc(dataclasses.replace(params, backend="daqp"))
+    n = params.horizon
+    for _ in range(20):
+        angles = np.cumsum(rng.uniform(-0.3, 0.3, n))
+        lower = rng.uniform(-0.05, 0.0, size=(n, 2)) + np.cumsum(rng.uniform(0, 0.02, (n, 2)), axis=0)
+        upper = lower + rng.uniform(0.02, 0.1, size=(n, 2))
+        ref = rng.uniform(-0.2, 0.5, size=(n, 2))
+        preview = Preview(exact.durations, angles, lower, upper, ref)
+        state = rng.normal(scale=[[0.05], [0.1], [0.3]], size=(3, 2))
+        a, b = exact.solve(state, preview), daqp.solve(state, preview)
+        assert a.status is b.status is PlanStatus.SOLVED
+        np.testing.assert_allclose(a.jerk, b.jerk, atol=1e-6)
+        np.testing.assert_allclose(a.zmp, b.zmp, atol=1e-9)
+        assert preview.violation(a.zmp).max() < 1e-10
+
+
+def test_plan_is_self_consistent_and_shifts_by_one_interval(walk):
+    mpc = Mpc(SMPC_PARAMS)
+    plan = run_reference_walk(mpc, walk, ticks=30)[-1]
+    np.testing.assert_allclose(plan.state_at(plan.durations[0]), _state(plan), atol=1e-12)
+    np.testing.assert_allclose(plan.state_at(float(plan.durations[:5].sum()))[0], plan.com_position[4],
+                               atol=1e-12)
+    shifted = plan.shifted(mpc.model)
+    assert shifted.status is PlanStatus.SHIFTED_PREVIOUS and shifted.is_fallback
+    assert shifted.t_start == pytest.approx(plan.t_start + plan.durations[0])
+    np.testing.assert_array_equal(shifted.com_position[:-1], plan.com_position[1:])
+    np.testing.assert_array_equal(shifted.jerk[:-1], plan.jerk[1:])
+    np.testing.assert_allclose(shifted.zmp, shifted.com_position - mpc.model.zeta * shifted.com_acceleration,
+                               atol=1e-12)
+
+
+@pytest.mark.parametrize("backend", ["exact", "daqp", "osqp"])
+def test_impossible_polygon_returns_infeasible_and_the_previous_plan_shifted(walk, backend):
+    mpc = Mpc(dataclasses.replace(SMPC_PARAMS, backend=backend))
+    plans = run_reference_walk(mpc, walk, ticks=10)
+    good = walk.preview(10, durations=mpc.durations)
+    upper = good.upper.copy()
+    upper[5, 1] = good.lower[5, 1] - 0.01  # empty box
+    bad = dataclasses.replace(good, upper=upper)
+    plan = mpc.solve(_state(plans[-1]), bad)
+    assert plan.status is PlanStatus.INFEASIBLE and plan.is_fallback
+    assert all(np.all(np.isfinite(a)) for a in (plan.jerk, plan.com_position, plan.zmp))
+    np.testing.assert_array_equal(plan.com_position[:-1], plans[-1].com_position[1:])
+    # The MPC recovers on the next feasible tick.
+    assert mpc.solve(_state(plan), walk.preview(11)).status is PlanStatus.SOLVED
+
+
+def test_infeasible_first_tick_holds_the_current_state_without_nan():
+    mpc = Mpc(MpcParameters(horizon=10))
+    preview = Preview(mpc.durations, np.zeros(10), np.ones((10, 2)), np.zeros((10, 2)), np.zeros((10, 2)))
+    state = np.array([[0.1, 0.0], [0.2, 0.0], [0.0, 0.0]])
+    plan = mpc.solve(state, preview)
+    assert plan.status is PlanStatus.INFEASIBLE and plan.is_fallback
+    np.testing.assert_array_equal(plan.jerk, 0.0)
+    np.testing.assert_allclose(plan.com_position[0], [0.1 + 0.2 * 0.04, 0.0])
+
+
+def test_solver_exception_becomes_failed_with_fallback(monkeypatch, walk):
+    mpc = Mpc(SMPC_PARAMS)
+    plans = run_reference_walk(mpc, walk, ticks=3)
+
+    def boom(*_):
+        raise RuntimeError("solver crashed")
+
+    monkeypatch.setattr(mpc._backend, "solve", boom)
+    plan = mpc.solve(_state(plans[-1]), walk.preview(3))
+    assert plan.status is PlanStatus.FAILED and plan.is_fallback
+    np.testing.assert_array_equal(plan.jerk[:-1], plans[-1].jerk[1:])
+
+
+def test_variable_first_interval_keeps_the_zmp_in_its_boxes_closed_loop():
+    timeline = walk_timeline("turning")
+    params = MpcParameters()
+    mpc = Mpc(params, first_interval=0.01)
+    builder = PreviewBuilder(timeline, SoleParameters(), params.sampling_period, params.horizon, 0.01)
+    state = np.zeros((3, 2))
+    for k in range(int(timeline.t_end / 0.01)):
+        preview = builder.build(k * 0.01)
+        plan = mpc.solve(state, preview)
+        assert plan.status is PlanStatus.SOLVED
+        assert preview.violation(plan.zmp).max() < 1e-10
+        state = _state(plan)
+
+
+@pytest.mark.parametrize("field, value", [
+    ("horizon", 1), ("horizon", 40.0), ("sampling_period", -0.04), ("sampling_period", 2.0),
+    ("com_height", 0.0), ("gravity", math.inf), ("backend", "proxqp")])
+def test_bad_parameters_are_rejected_with_clear_messages(field, value):
+    with pytest.raises(ParameterError) as info:
+        MpcParameters(**{field: value})
+    assert info.value.name == field
+    assert repr(value) in str(info.value)
+
+
+def test_bad_weights_settings_grid_and_inputs_are_rejected():
+    with pytest.raises(ParameterError, match="zmp"):
+        MpcWeights(zmp=0.0)
+    with pytest.raises(ParameterError, match="velocity"):
+        MpcWeights(velocity=-1.0)
+    with pytest.raises(ParameterError, match="eps_abs"):
+        OsqpSettings(eps_abs=0.0)
+    with pytest.raises(ParameterError, match="first_interval"):
+        Mpc(MpcParameters(), first_interval=0.05)
+    mpc = Mpc(MpcParameters(horizon=5))
+    preview = Preview(np.full(5, 0.04), np.zeros(5), -np.ones((5, 2)), np.ones((5, 2)), np.zeros((5, 2)))
+    with pytest.raises(ShapeError):
+        mpc.solve(np.zeros((2, 3)), preview)
+    with pytest.raises(InputError):
+        mpc.solve(np.full((3, 2), np.nan), preview)
+    with pytest.raises(ShapeError):
+        Mpc(MpcParameters(horizon=6)).solve(np.zeros((3, 2)), preview)
+    with pytest.raises(InputError):
+        Mpc(MpcParameters(horizon=5), first_interval=0.02).solve(np.zeros((3, 2)), preview)
+
+
+def test_parameters_round_trip_through_a_nested_mapping():
+    params = MpcParameters(horizon=60, weights=MpcWeights(zmp=1000.0), backend="osqp")
+    mapping = to_mapping(params)
+    assert mapping["weights"]["zmp"] == 1000.0
+    assert from_mapping(MpcParameters, mapping) == params

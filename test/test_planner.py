@@ -1,0 +1,172 @@
+"""Specification of the walking pattern generator: closed loop, CoM feedback, support correction."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from mpc_problems import WALKS, walk_timeline
+
+from walk_mpc.core.errors import InputError, ParameterError, UnknownKeyError
+from walk_mpc.core.lipm import integrate_state
+from walk_mpc.core.mpc import MpcParameters, PlanStatus
+from walk_mpc.core.params import from_mapping, to_mapping
+from walk_mpc.core.planner import MpcPlanner, PlannerParameters
+from walk_mpc.core.step import Foot
+from walk_mpc.core.timeline import FootPose, PhaseKind
+
+
+def _closed_loop(name, control_period, noise=0.0, backend="exact", seed=0):
+    """Walk on a simulated LIPM that applies the planned first jerk; optionally noisy CoM feedback."""
+    timeline = walk_timeline(name)
+    params = PlannerParameters(mpc=MpcParameters(backend=backend), control_period=control_period)
+    planner = MpcPlanner(params, timeline)
+    rng = np.random.default_rng(seed)
+    true_state = None
+    outputs = []
+    for k in range(int((timeline.t_end + 0.6) / control_period)):
+        t = k * control_period
+        measured = None
+        if noise and true_state is not None:
+            measured = true_state[0] + rng.normal(scale=noise, size=2)
+        out = planner.step(t, measured)
+        outputs.append(out)
+        true_state = integrate_state(out.initial_state, out.plan.first_jerk, control_period)
+    return planner, outputs
+
+
+@pytest.mark.parametrize("noise", [0.0, 0.004])
+@pytest.mark.parametrize("name", sorted(WALKS))
+def test_zmp_stays_in_the_support_polygon_on_every_tick(name, noise):
+    _, outputs = _closed_loop(name, 0.02, noise=noise, seed=11)
+    for out in outputs:
+        assert out.status is PlanStatus.SOLVED
+        assert out.preview.violation(out.plan.zmp).max() < 1e-10
+    if noise:
+        assert any(out.feedback_applied for out in outputs)
+        assert not all(out.feedback_applied for out in outputs)
+
+
+def test_walk_ends_with_the_com_between_the_last_feet():
+    planner, outputs = _closed_loop("straight", 0.04)
+    last = planner.timeline.phases[-1]
+    middle = 0.5 * (np.array(last.left.position[:2]) + np.array(last.right.position[:2]))
+    assert np.linalg.norm(outputs[-1].com_targets[0, :2] - middle) < 0.01
+    assert outputs[-1].phase is PhaseKind.STAND
+
+
+def test_targets_are_one_and_two_control_periods_ahead_on_the_plan():
+    planner = MpcPlanner(PlannerParameters(control_period=0.01), walk_timeline("turning"))
+    for k in range(30):
+        out = planner.step(k * 0.01)
+    np.testing.assert_allclose(out.target_times, [out.t + 0.01, out.t + 0.02])
+    state = out.plan.state_at(0.02)
+    np.testing.assert_allclose(out.com_targets[1, :2], state[0], atol=1e-15)
+    np.testing.assert_allclose(out.zmp_targets[0, :2], out.plan.zmp[0], atol=1e-12)
+    assert out.com_targets[0, 2] == pytest.approx(planner.params.mpc.com_height)
+    assert out.preview_com.shape == (planner.params.mpc.horizon, 2)
+
+
+def test_com_error_below_threshold_changes_nothing():
+    planner = MpcPlanner(PlannerParameters(), walk_timeline("straight"))
+    planner.step(0.0)
+    planned = planner.planned_state(0.02)
+    out = planner.step(0.02, planned[0] + [0.003, -0.002])  # |e| = 3.6 mm < 4 mm
+    assert not out.feedback_applied
+    np.testing.assert_array_equal(out.initial_state, planned)
+
+
+def test_com_error_above_threshold_adds_exactly_gain_times_error():
+    params = PlannerParameters(feedback_threshold=0.004, feedback_gain=0.3)
+    planner = MpcPlanner(params, walk_timeline("straight"))
+    planner.step(0.0)
+    planned = planner.planned_state(0.02)
+    error = np.array([0.01, -0.005])
+    out = planner.step(0.02, np.append(planned[0] + error, 0.9))
+    assert out.feedback_applied
+    np.testing.assert_allclose(out.feedback_offset, 0.3 * error, atol=1e-15)
+    np.testing.assert_allclose(out.initial_state[0], planned[0] + 0.3 * error, atol=1e-15)
+    np.testing.assert_array_equal(out.initial_state[1:], planned[1:])
+
+
+def test_support_correction_moves_the_landed_foot_and_shifts_all_later_steps():
+    timeline = walk_timeline("straight")
+    planner = MpcPlanner(PlannerParameters(), timeline)
+    touchdown = timeline.touchdown_time(2)
+    t = 0.0
+    while t < touchdown:
+        planner.step(t)
+        t += 0.02
+    planned = {s.step_index: s for s in timeline.steps}
+    measured = FootPose((planned[2].position[0] + 0.01, planned[2].position[1] - 0.02, 0.0), yaw=0.05)
+    offset = planner.correct_support(Foot.LEFT, measured, t)
+    np.testing.assert_allclose(offset, [0.01, -0.02, 0.0], atol=1e-15)
+    new = {s.step_index: s for s in planner.timeline.steps}
+    assert new[2].position == measured.position and new[2].yaw == 0.05
+    for index in (1,):
+        assert new[index] == planned[index]
+    for index in range(3, len(planned) + 1):
+        np.testing.assert_allclose(np.subtract(new[index].position, planned[index].position), offset)
+        assert new[index].yaw == planned[index].yaw
+    out = planner.step(t)
+    assert out.status is PlanStatus.SOLVED
+    assert out.preview.violation(out.plan.zmp).max() < 1e-10
+
+
+def test_support_correction_before_the_first_step_moves_the_initial_foot_and_every_step():
+    timeline = walk_timeline("lateral")
+    planner = MpcPlanner(PlannerParameters(), timeline)
+    planner.step(0.0)
+    measured = FootPose((0.002, -0.09, 0.0))
+    offset = planner.correct_support(Foot.RIGHT, measured)
+    np.testing.assert_allclose(offset, [0.002, -0.005, 0.0], atol=1e-15)
+    assert planner.timeline.phases[0].right == measured
+    for old, new in zip(timeline.steps, planner.timeline.steps):
+        np.testing.assert_allclose(np.subtract(new.position, old.position), offset)
+
+
+def test_osqp_backend_walks_the_turn_within_a_tenth_of_a_millimetre():
+    _, outputs = _closed_loop("turning", 0.04, backend="osqp")
+    for out in outputs:
+        assert out.status is PlanStatus.SOLVED
+        assert out.preview.violation(out.plan.zmp).max() <= 1e-4
+
+
+@pytest.mark.parametrize("field, value", [("control_period", 0.001), ("control_period", 0.05),
+                                          ("feedback_gain", 1.5), ("feedback_threshold", -0.1)])
+def test_bad_planner_parameters_are_rejected(field, value):
+    with pytest.raises(ParameterError) as info:
+        PlannerParameters(**{field: value})
+    assert info.value.name == field
+
+
+def test_parameters_load_from_a_nested_mapping_and_reject_unknown_keys():
+    params = PlannerParameters(mpc=MpcParameters(horizon=50), control_period=0.01)
+    assert from_mapping(PlannerParameters, to_mapping(params)) == params
+    with pytest.raises(UnknownKeyError):
+        from_mapping(PlannerParameters, {"mpc": {"horizont": 50}})
+    with pytest.raises(ParameterError) as info:
+        from_mapping(PlannerParameters, {"mpc": {"weights": {"jerk": 0.0}}})
+    assert "jerk" in info.value.name
+
+
+def test_misuse_is_reported_as_input_errors():
+    planner = MpcPlanner()
+    with pytest.raises(InputError):
+        planner.step(0.0)
+    planner.set_timeline(walk_timeline("straight"))
+    planner.step(1.0)
+    with pytest.raises(InputError):
+        planner.step(0.5)
+    with pytest.raises(InputError):
+        planner.step(1.02, measured_com=[np.nan, 0.0])
+    with pytest.raises(InputError):
+        planner.step(1.02, measured_com=[0.0, 0.0, 0.0, 0.0])
+
+
+def test_reset_restarts_at_rest_from_the_given_com():
+    planner = MpcPlanner(PlannerParameters(), walk_timeline("straight"))
+    planner.step(0.0)
+    planner.reset(com_position=[0.01, 0.02])
+    out = planner.step(0.0)
+    np.testing.assert_array_equal(out.initial_state, [[0.01, 0.02], [0.0, 0.0], [0.0, 0.0]])
+    assert dataclasses.is_dataclass(out)

@@ -1,0 +1,138 @@
+"""Specification of the MPC preview: support boxes (4 half-planes) and ZMP references."""
+
+import math
+
+import numpy as np
+import pytest
+from mpc_problems import WALKS, walk_timeline
+from scipy.spatial import ConvexHull
+
+from walk_mpc.core.errors import InputError, ParameterError, ShapeError
+from walk_mpc.core.preview import Preview, PreviewBuilder, SoleParameters, double_support_box
+from walk_mpc.core.step import Foot, Step
+from walk_mpc.core.timeline import FootPose, GaitTiming, PhaseKind, Timeline
+
+SOLE = SoleParameters(front=0.09, back=0.03, left=0.025, right=0.025)
+
+
+def _sole_corners(pose: FootPose, sole: SoleParameters) -> np.ndarray:
+    c, s = math.cos(pose.yaw), math.sin(pose.yaw)
+    local = np.array([[sole.front, sole.left], [-sole.back, sole.left], [-sole.back, -sole.right],
+                      [sole.front, -sole.right]])
+    return local @ np.array([[c, s], [-s, c]]) + np.array(pose.position[:2])
+
+
+def _box_corners(box) -> np.ndarray:
+    angle, lower, upper = box
+    preview = Preview([0.1], [angle], [lower], [upper], [0.5 * (lower + upper)])
+    return preview.corners()[0]
+
+
+def _inside_hull(points: np.ndarray, hull_points: np.ndarray, tol: float = 1e-12) -> bool:
+    hull = ConvexHull(hull_points)
+    return bool(np.all(points @ hull.equations[:, :2].T + hull.equations[:, 2] <= tol))
+
+
+def test_single_support_box_is_the_rotated_sole_rectangle():
+    pose = FootPose((0.3, -0.1, 0.0), yaw=0.7)
+    box = SOLE.box(pose)
+    corners = _box_corners(box)
+    expected = _sole_corners(pose, SOLE)
+    for corner in expected:
+        assert np.min(np.linalg.norm(corners - corner, axis=1)) < 1e-12
+
+
+def test_double_support_of_side_by_side_feet_is_their_whole_hull():
+    # smpc_test13 initial double support: x in [-0.03, 0.09], y in [-0.075, 0.075].
+    angle, lower, upper = double_support_box(FootPose((0, 0.05, 0)), FootPose((0, -0.05, 0)), SOLE)
+    assert angle == 0.0
+    np.testing.assert_allclose(lower, [-0.03, -0.075], atol=1e-15)
+    np.testing.assert_allclose(upper, [0.09, 0.075], atol=1e-15)
+
+
+@pytest.mark.parametrize("same_yaw", [True, False])
+def test_double_support_box_lies_in_the_hull_of_both_soles_and_contains_both_centres(same_yaw):
+    rng = np.random.default_rng(3 if same_yaw else 4)
+    for _ in range(300):
+        yaw_a = rng.uniform(-math.pi, math.pi)
+        yaw_b = yaw_a if same_yaw else yaw_a + rng.uniform(-0.8, 0.8)
+        a = FootPose((rng.uniform(-0.3, 0.3), rng.uniform(-0.3, 0.3), 0.0), yaw_a)
+        b = FootPose((rng.uniform(-0.3, 0.3), rng.uniform(-0.3, 0.3), 0.0), yaw_b)
+        box = double_support_box(a, b, SOLE)
+        corners = _box_corners(box)
+        soles = np.vstack([_sole_corners(a, SOLE), _sole_corners(b, SOLE)])
+        assert _inside_hull(corners, soles, tol=1e-9)
+        centres = np.stack([SOLE.centre(a), SOLE.centre(b)])
+        preview = Preview([0.1, 0.1], [box[0]] * 2, [box[1]] * 2, [box[2]] * 2, centres)
+        assert preview.violation(centres).max() < 1e-12
+
+
+def test_feet_with_one_yaw_and_short_steps_give_axis_aligned_previews():
+    timeline = walk_timeline("lateral")
+    builder = PreviewBuilder(timeline, SoleParameters(), 0.04, 40)
+    for t in np.arange(0.0, timeline.t_end, 0.04):
+        assert builder.build(float(t)).is_axis_aligned
+
+
+@pytest.mark.parametrize("name", sorted(WALKS))
+def test_zmp_reference_is_inside_its_support_box_along_every_walk(name):
+    timeline = walk_timeline(name)
+    builder = PreviewBuilder(timeline, SoleParameters(), 0.04, 40, first_interval=0.02)
+    for t in np.arange(0.0, timeline.t_end + 1.0, 0.02):
+        preview = builder.build(float(t))
+        assert preview.violation(preview.zmp_ref).max() < 1e-12
+
+
+def test_single_support_reference_is_the_stance_sole_centre_and_box_its_sole():
+    timeline = walk_timeline("straight")
+    sole = SoleParameters()
+    builder = PreviewBuilder(timeline, sole, 0.04, 10)
+    single = next(p for p in timeline.phases if p.kind is PhaseKind.SINGLE)
+    t = single.t_start + 0.01
+    preview = builder.build(t - 0.04)  # first interval ends at t
+    stance = single.foot(single.swing_foot.other)
+    np.testing.assert_allclose(preview.zmp_ref[0], sole.centre(stance))
+    angle, lower, upper = sole.box(stance)
+    np.testing.assert_allclose(preview.lower[0], lower)
+    np.testing.assert_allclose(preview.upper[0], upper)
+
+
+def test_sway_goes_from_the_midpoint_to_the_first_stance_and_catch_returns_to_the_midpoint():
+    left, right = FootPose((0.0, 0.1, 0.0)), FootPose((0.0, -0.1, 0.0))
+    steps = [Step(1, Foot.RIGHT, 0.8, (0.1, -0.1, 0.0)), Step(2, Foot.LEFT, 0.8, (0.2, 0.1, 0.0))]
+    timeline = Timeline(left, right, steps, GaitTiming(0.6, 0.2, 0.6))
+    sole = SoleParameters(front=0.1, back=0.1, left=0.05, right=0.05)
+    builder = PreviewBuilder(timeline, sole, 0.02, 1)
+    np.testing.assert_allclose(builder.build(-0.02).zmp_ref[0], [0.0, 0.0], atol=1e-6)
+    np.testing.assert_allclose(builder.build(0.6 - 0.02 - 1e-6).zmp_ref[0], [0.0, 0.1], atol=1e-4)
+    catch_end = timeline.t_end
+    np.testing.assert_allclose(builder.build(catch_end).zmp_ref[0], [0.15, 0.0], atol=1e-12)
+
+
+def test_halfplanes_agree_with_the_violation_measure():
+    rng = np.random.default_rng(5)
+    n = 20
+    lower = rng.uniform(-0.2, 0.0, size=(n, 2))
+    preview = Preview(np.full(n, 0.04), rng.uniform(-3, 3, n), lower, lower + 0.1, np.zeros((n, 2)))
+    a, b = preview.halfplanes()
+    assert a.shape == (n, 4, 2) and b.shape == (n, 4)
+    for _ in range(50):
+        zmp = rng.uniform(-0.3, 0.3, size=(n, 2))
+        inside = np.all(np.einsum("nkj,nj->nk", a, zmp) <= b, axis=1)
+        np.testing.assert_array_equal(inside, preview.violation(zmp) == 0.0)
+
+
+def test_malformed_previews_are_rejected():
+    ok = dict(durations=[0.04, 0.04], angles=[0.0, 0.0], lower=np.zeros((2, 2)), upper=np.ones((2, 2)),
+              zmp_ref=np.zeros((2, 2)))
+    with pytest.raises(ShapeError):
+        Preview(**{**ok, "lower": np.zeros((3, 2))})
+    with pytest.raises(InputError):
+        Preview(**{**ok, "zmp_ref": [[0.0, np.nan], [0.0, 0.0]]})
+    with pytest.raises(InputError):
+        Preview(**{**ok, "durations": [0.04, 0.0]})
+    with pytest.raises(ParameterError) as info:
+        SoleParameters(front=-0.1)
+    assert info.value.name == "front"
+    with pytest.raises(ParameterError):
+        PreviewBuilder(walk_timeline("straight"), SoleParameters(), 0.04, 0)

@@ -1,0 +1,306 @@
+"""Walking pattern generator: gait timeline + LIPM MPC + CoM feedback + support-foot correction.
+
+Call :meth:`MpcPlanner.step` once per control period ``Tc``. Each call
+
+1. takes the planned CoM state at ``t`` (the previous plan integrated exactly to ``t``);
+2. CoM feedback (seed 001): if the measured CoM position differs from the planned one by more than
+   ``feedback_threshold`` (Euclidean norm of the horizontal error), adds ``feedback_gain * error`` to
+   the planned position used as the MPC's initial state (velocity and acceleration are untouched);
+3. solves the MPC over the preview sampled from the timeline;
+4. returns the CoM/ZMP targets at ``t + Tc`` and ``t + 2 Tc`` (the IK sets joint targets for both,
+   seed 001) and the whole predicted preview.
+
+Timing choice: the MPC grid is ``[Tc, T, T, ..., T]``: the first interval is one control period
+(``control_period <= sampling_period``), so its jerk is exactly what is applied until the next call
+and the state at ``t + Tc`` is exact; with ``Tc == T`` the grid is uniform and the solver's warm
+start is shifted by one interval each tick. The target at ``t + 2 Tc`` follows the plan (second
+jerk) exactly.
+
+At each touchdown the caller reports the measured sole pose with :meth:`MpcPlanner.correct_support`:
+the planned pose of that foot is replaced by the measured one and every later step is translated by
+the same offset (seed 001, second feedback).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Optional
+
+import numpy as np
+
+from .errors import InputError, InvalidStepError, ParameterError, ShapeError
+from .mpc import Mpc, MpcParameters, Plan, PlanStatus
+from .params import check_nonnegative, check_range
+from .preview import Preview, PreviewBuilder, SoleParameters, stance_centre
+from .step import Foot
+from .timeline import FootPose, PhaseKind, Timeline
+
+
+@dataclasses.dataclass(frozen=True)
+class PlannerParameters:
+    """Parameters of the walking pattern generator (nested mapping in YAML).
+
+    Attributes:
+        mpc: MPC parameters (CoM height, gravity, sampling period, horizon, weights, backend, osqp).
+        sole: Sole extents used for the support regions.
+        control_period: Period of :meth:`MpcPlanner.step` calls [s], in [0.005, mpc.sampling_period].
+        feedback_threshold: Horizontal CoM error below which no feedback is applied [m].
+        feedback_gain: Fraction of the CoM error added to the MPC initial state, in [0, 1].
+    """
+
+    mpc: MpcParameters = MpcParameters()
+    sole: SoleParameters = SoleParameters()
+    control_period: float = 0.02
+    feedback_threshold: float = 0.004
+    feedback_gain: float = 0.3
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.mpc, MpcParameters):
+            raise ParameterError("mpc", self.mpc, "an MpcParameters")
+        if not isinstance(self.sole, SoleParameters):
+            raise ParameterError("sole", self.sole, "a SoleParameters")
+        check_range("control_period", self.control_period, 0.005, self.mpc.sampling_period)
+        check_nonnegative("feedback_threshold", self.feedback_threshold)
+        check_range("feedback_gain", self.feedback_gain, 0.0, 1.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class PlannerOutput:
+    """Result of one :meth:`MpcPlanner.step` (arrays are read-only, world frame).
+
+    Attributes:
+        t: Time of the call [s].
+        status: MPC status (SOLVED, or INFEASIBLE/FAILED with ``plan`` the previous plan shifted).
+        target_times: ``(t + Tc, t + 2 Tc)`` [s].
+        com_targets: CoM position targets at ``target_times`` [m], shape (2, 3); z = ground + com_height.
+        com_velocity_targets: CoM velocity targets [m/s], shape (2, 3) (z = 0).
+        zmp_targets: ZMP at ``target_times`` [m], shape (2, 3); z = ground height.
+        initial_state: MPC initial state at ``t`` after feedback, shape (3, 2).
+        feedback_applied: Whether the CoM feedback changed the initial state this tick.
+        feedback_offset: Offset added to the initial CoM position [m], shape (2,).
+        phase: Gait phase at ``t``.
+        preview: Support boxes and ZMP references used by the MPC.
+        plan: The MPC plan (predicted CoM and ZMP over the horizon, for rviz).
+    """
+
+    t: float
+    status: PlanStatus
+    target_times: np.ndarray
+    com_targets: np.ndarray
+    com_velocity_targets: np.ndarray
+    zmp_targets: np.ndarray
+    initial_state: np.ndarray
+    feedback_applied: bool
+    feedback_offset: np.ndarray
+    phase: PhaseKind
+    preview: Preview
+    plan: Plan
+
+    @property
+    def preview_times(self) -> np.ndarray:
+        """Times of the predicted samples [s], shape (N,)."""
+        return self.plan.times
+
+    @property
+    def preview_com(self) -> np.ndarray:
+        """Predicted CoM positions (x, y) [m], shape (N, 2)."""
+        return self.plan.com_position
+
+    @property
+    def preview_zmp(self) -> np.ndarray:
+        """Predicted ZMP (x, y) [m], shape (N, 2)."""
+        return self.plan.zmp
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
+
+
+class MpcPlanner:
+    """Walking pattern generator owning a :class:`Timeline` and an :class:`Mpc`.
+
+    Args:
+        params: Planner parameters.
+        timeline: Optional initial timeline (see :meth:`set_timeline`).
+    """
+
+    def __init__(self, params: PlannerParameters = PlannerParameters(), timeline: Optional[Timeline] = None):
+        if not isinstance(params, PlannerParameters):
+            raise ParameterError("params", params, "a PlannerParameters")
+        self.params = params
+        self.mpc = Mpc(params.mpc, first_interval=params.control_period)
+        self.model = self.mpc.model
+        self._timeline: Optional[Timeline] = None
+        self._builder: Optional[PreviewBuilder] = None
+        self._initial_position: Optional[np.ndarray] = None
+        self._plan: Optional[Plan] = None
+        self._t_last: Optional[float] = None
+        if timeline is not None:
+            self.set_timeline(timeline)
+
+    @property
+    def timeline(self) -> Optional[Timeline]:
+        """The current timeline."""
+        return self._timeline
+
+    @property
+    def plan(self) -> Optional[Plan]:
+        """The last plan (None before the first step)."""
+        return self._plan
+
+    def set_timeline(self, timeline: Timeline) -> None:
+        """Use ``timeline`` from the next :meth:`step` on (the planned CoM state is kept)."""
+        if not isinstance(timeline, Timeline):
+            raise InputError("timeline", timeline, "a Timeline")
+        self._timeline = timeline
+        p = self.params
+        self._builder = PreviewBuilder(timeline, p.sole, p.mpc.sampling_period, p.mpc.horizon,
+                                       first_interval=p.control_period)
+        self._builder.durations = self.mpc.durations  # share the grid array (checked once by the MPC)
+
+    def reset(self, com_position: Optional[np.ndarray] = None) -> None:
+        """Forget the plan; the next step starts at rest at ``com_position`` (x, y) [m] (default: the
+        measured CoM of the first step, else the middle of the soles)."""
+        self._plan = None
+        self._t_last = None
+        self.mpc.reset()
+        self._initial_position = None if com_position is None else _xy("com_position", com_position)
+
+    def planned_state(self, t: float) -> np.ndarray:
+        """Planned CoM state (3, 2) at time ``t`` [s] (before feedback)."""
+        if self._plan is None:
+            raise InputError("t", t, "a time after the first step() call")
+        return self._plan.state_at(t - self._plan.t_start)
+
+    def step(self, t: float, measured_com: Optional[np.ndarray] = None) -> PlannerOutput:
+        """Plan at time ``t`` [s]; see the module docstring.
+
+        Args:
+            t: Current time [s], non-decreasing between calls.
+            measured_com: Measured CoM position (x, y) or (x, y, z) [m] in the world frame, or None.
+
+        Raises:
+            InputError: Without a timeline, when time goes backwards, or on a malformed CoM.
+        """
+        if self._timeline is None:
+            raise InputError("timeline", None, "set_timeline() before step()")
+        if not (isinstance(t, (int, float)) and math.isfinite(t)):
+            raise InputError("t", t, "a finite time [s]")
+        t = float(t)
+        measured = None if measured_com is None else _xy("measured_com", measured_com)
+        if self._t_last is not None and t < self._t_last - 1e-9:
+            raise InputError("t", t, f"a time >= the previous call's {self._t_last} s")
+        if self._plan is None:
+            if self._initial_position is not None:
+                start = self._initial_position
+            elif measured is not None:
+                start = measured
+            else:
+                start = stance_centre(self._timeline, t, self.params.sole)
+            state = np.zeros((3, 2))
+            state[0] = start
+        else:
+            state = self._plan.state_at(t - self._plan.t_start)
+        offset = np.zeros(2)
+        applied = False
+        if measured is not None:
+            error = measured - state[0]
+            if math.hypot(error[0], error[1]) > self.params.feedback_threshold:
+                offset = self.params.feedback_gain * error
+                state[0] += offset
+                applied = True
+        preview = self._builder.build(t)
+        plan = self.mpc.solve(state, preview)
+        self._plan = plan
+        self._t_last = t
+        tc = self.params.control_period
+        times = np.array([t + tc, t + 2.0 * tc])
+        zeta = self.model.zeta
+        com = np.zeros((2, 3))
+        vel = np.zeros((2, 3))
+        zmp = np.zeros((2, 3))
+        for k, tk in enumerate(times):
+            s = plan.state_at(tk - plan.t_start)
+            ground = self._ground_height(tk)
+            com[k] = s[0, 0], s[0, 1], ground + self.model.com_height
+            vel[k, :2] = s[1]
+            zmp[k] = s[0, 0] - zeta * s[2, 0], s[0, 1] - zeta * s[2, 1], ground
+        state.flags.writeable = False
+        return PlannerOutput(t, plan.status, _frozen(times), _frozen(com), _frozen(vel), _frozen(zmp), state,
+                             applied, _frozen(offset), self._timeline.phase_at(t).kind, preview, plan)
+
+    def _ground_height(self, t: float) -> float:
+        phase = self._timeline.phase_at(t)
+        feet = [phase.foot(f) for f in phase.stance_feet]
+        return float(np.mean([f.position[2] for f in feet]))
+
+    def correct_support(self, foot: Foot, measured_pose: FootPose, t: Optional[float] = None) -> np.ndarray:
+        """Replace the planned pose of the support ``foot`` by the measured one; translate every later
+        step by the same offset (position only; the corrected foot also takes the measured yaw).
+
+        The corrected step is the last touchdown of ``foot`` at or before ``t`` (default: the time of
+        the last :meth:`step`, or the timeline start), or the initial pose if it has not stepped yet.
+
+        Returns:
+            The applied position offset [m], shape (3,).
+
+        Raises:
+            InputError: Without a timeline or on a malformed pose.
+        """
+        timeline = self._timeline
+        if timeline is None:
+            raise InputError("timeline", None, "set_timeline() before correct_support()")
+        try:
+            foot = Foot(int(foot))
+        except (TypeError, ValueError):
+            raise InvalidStepError(-1, f"foot {foot!r} is not 0 (left) or 1 (right)") from None
+        if not isinstance(measured_pose, FootPose):
+            raise InputError("measured_pose", measured_pose, "a FootPose")
+        if t is None:
+            t = self._t_last if self._t_last is not None else timeline.t0
+        landed = None
+        for phase in timeline.phases:
+            if phase.kind is PhaseKind.SINGLE and phase.swing_foot is foot and phase.t_end <= t + 1e-9:
+                landed = phase.step_index
+        first = timeline.phases[0]
+        left, right = first.left, first.right
+        measured = np.asarray(measured_pose.position)
+        if landed is None:
+            planned = first.foot(foot)
+            offset = measured - np.asarray(planned.position)
+            if foot is Foot.LEFT:
+                left = measured_pose
+            else:
+                right = measured_pose
+            later = [s for s in timeline.steps]
+        else:
+            planned_step = next(s for s in timeline.steps if s.step_index == landed)
+            offset = measured - np.asarray(planned_step.position)
+            later = [s for s in timeline.steps if s.step_index > landed]
+        steps = []
+        for step in timeline.steps:
+            if landed is not None and step.step_index == landed:
+                steps.append(step.replace(position=tuple(measured), yaw=measured_pose.yaw))
+            elif step in later:
+                steps.append(step.replace(position=tuple(np.asarray(step.position) + offset)))
+            else:
+                steps.append(step)
+        self.set_timeline(Timeline(left, right, steps, timeline.timing, timeline.t0))
+        return _frozen(offset)
+
+
+def _xy(name: str, value) -> np.ndarray:
+    try:
+        array = np.array(value, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        raise InputError(name, value, "2 or 3 numbers [m]") from None
+    if array.shape[0] not in (2, 3):
+        raise ShapeError(name, array.shape, "(2,) or (3,)")
+    if not np.all(np.isfinite(array)):
+        raise InputError(name, value, "finite values")
+    return array[:2].copy()
+
+
+__all__ = ["MpcPlanner", "PlannerOutput", "PlannerParameters"]
