@@ -1,0 +1,232 @@
+"""Specification of the IK targets of walking (timeline + CoM reference) and standing under gestures."""
+
+import math
+
+import numpy as np
+import pytest
+
+from walk_mpc.core.errors import InputError
+from walk_mpc.core.gesture import GestureController, GestureDof
+from walk_mpc.core.ik import IKSolver
+from walk_mpc.core.robot import RobotModel, rotation_z, yaw_of
+from walk_mpc.core.step import Foot, Step
+from walk_mpc.core.timeline import FootPose, GaitTiming, PhaseKind, Timeline
+from walk_mpc.core.walk_targets import (
+    StandingTargets,
+    foot_targets_at,
+    pose_matrix,
+    torso_yaw,
+    walk_targets,
+    yaw_free,
+)
+
+LEFT0 = FootPose((0.0, 0.085, 0.0), 0.0)
+RIGHT0 = FootPose((0.0, -0.085, 0.0), 0.0)
+TIMING = GaitTiming(sway_duration=0.6, double_support_duration=0.2, catch_duration=0.6)
+COM = np.array([0.0, 0.0, 0.86])
+
+
+def turning_walk():
+    steps = [
+        Step(1, Foot.LEFT, 1.0, (0.1, 0.12, 0.0), yaw=0.3, swing_height=0.06),
+        Step(2, Foot.RIGHT, 1.0, (0.2, -0.08, 0.02), yaw=0.3, swing_height=0.04),
+        Step(3, Foot.LEFT, 1.0, (0.25, 0.1, 0.02), yaw=-3.0, swing_height=0.05),
+    ]
+    return Timeline(LEFT0, RIGHT0, steps, TIMING)
+
+
+def sample_times(timeline, count=400):
+    return np.linspace(-0.1, timeline.t_end + 0.5, count)
+
+
+@pytest.fixture(scope="module")
+def talos():
+    return RobotModel(RobotModel.Parameters(robot="talos_reduced"))
+
+
+@pytest.fixture(scope="module")
+def solo():
+    return RobotModel(RobotModel.Parameters(robot="solo12"))
+
+
+# ------------------------------------------------------------------------------------------ walking
+
+
+def test_stance_feet_are_exactly_at_their_planned_poses_at_every_instant():
+    timeline = turning_walk()
+    for t in sample_times(timeline):
+        phase = timeline.phase_at(t)
+        targets = walk_targets(timeline, t, COM)
+        for foot in phase.stance_feet:
+            planned = phase.foot(foot)
+            assert targets.foot_positions[foot].tolist() == list(planned.position), (t, foot)
+            np.testing.assert_array_equal(targets.foot_rotations[foot], rotation_z(planned.yaw))
+
+
+def test_swing_foot_starts_at_lift_off_reaches_the_apex_mid_swing_and_ends_at_touchdown():
+    timeline = turning_walk()
+    for phase in (p for p in timeline.phases if p.kind is PhaseKind.SINGLE):
+        start, end = phase.swing_start, phase.foot(phase.swing_foot)
+        lift_off = foot_targets_at(timeline, phase.t_start)[phase.swing_foot]
+        middle = foot_targets_at(timeline, phase.t_start + 0.5 * phase.duration)[phase.swing_foot]
+        touchdown = foot_targets_at(timeline, phase.t_end - 1e-12)[phase.swing_foot]
+        assert lift_off.swinging and middle.swinging and touchdown.swinging
+        np.testing.assert_allclose(lift_off.position, start.position, atol=1e-12)
+        assert lift_off.yaw == pytest.approx(start.yaw)
+        midpoint = 0.5 * (np.array(start.position) + np.array(end.position))
+        np.testing.assert_allclose(middle.position, midpoint + [0.0, 0.0, phase.swing_height], atol=1e-12)
+        np.testing.assert_allclose(touchdown.position, end.position, atol=1e-9)
+        assert math.cos(touchdown.yaw - end.yaw) == pytest.approx(1.0)
+        # the next phase (double support) holds it exactly at its touchdown pose
+        after = foot_targets_at(timeline, phase.t_end)[phase.swing_foot]
+        assert not after.swinging and after.position.tolist() == list(end.position)
+
+
+def test_swing_foot_never_goes_below_the_lower_of_its_two_ends():
+    timeline = turning_walk()
+    for t in sample_times(timeline, 2000):
+        phase = timeline.phase_at(t)
+        if phase.kind is PhaseKind.SINGLE:
+            z = foot_targets_at(timeline, t)[phase.swing_foot].position[2]
+            assert z >= min(phase.swing_start.position[2], phase.foot(phase.swing_foot).position[2]) - 1e-12
+
+
+def test_torso_yaws_half_way_between_the_feet_along_the_short_arc():
+    timeline = turning_walk()
+    for t in sample_times(timeline):
+        feet = foot_targets_at(timeline, t)
+        torso = walk_targets(timeline, t, COM).torso_orientation
+        left, right = feet[Foot.LEFT].yaw, feet[Foot.RIGHT].yaw
+        half = math.atan2(math.sin(right - left), math.cos(right - left)) / 2.0
+        assert math.cos(yaw_of(torso) - (left + half)) == pytest.approx(1.0, abs=1e-12)
+        assert abs(math.sin(yaw_of(torso) - left)) <= abs(math.sin(half)) + 1e-12
+    assert torso_yaw(3.0, -3.0) == pytest.approx(math.pi)  # not 0: the feet are both near pi
+    assert torso_yaw(0.2, 0.4) == pytest.approx(0.3)
+
+
+def test_torso_tilt_is_kept_under_the_feet_yaw():
+    c, s = math.cos(0.1), math.sin(0.1)
+    tilt = np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+    targets = walk_targets(turning_walk(), 100.0, COM, torso_tilt=rotation_z(0.5) @ tilt)
+    # yaw_free removes a yaw given with the tilt; walk_targets uses the tilt as given
+    np.testing.assert_allclose(yaw_free(rotation_z(0.7) @ tilt), tilt, atol=1e-12)
+    expected = rotation_z(torso_yaw(-3.0, 0.3)) @ rotation_z(0.5) @ tilt
+    np.testing.assert_allclose(targets.torso_orientation, expected, atol=1e-12)
+
+
+def test_com_and_posture_pass_through_and_nan_is_rejected():
+    timeline = turning_walk()
+    posture = np.arange(5.0)
+    targets = walk_targets(timeline, 1.0, [0.1, 0.02, 0.8], posture=posture)
+    assert targets.com_position.tolist() == [0.1, 0.02, 0.8]
+    assert targets.posture.tolist() == posture.tolist()
+    with pytest.raises(InputError, match="com_position"):
+        walk_targets(timeline, 1.0, [0.1, math.nan, 0.8])
+    with pytest.raises(InputError, match="t"):
+        walk_targets(timeline, math.nan, COM)
+
+
+def test_before_the_timeline_and_after_its_end_the_feet_stand_still():
+    timeline = turning_walk()
+    assert foot_targets_at(timeline, -5.0)[Foot.LEFT].position.tolist() == list(LEFT0.position)
+    final = timeline.phases[-1]
+    late = foot_targets_at(timeline, 1e6)
+    assert late[Foot.LEFT].position.tolist() == list(final.left.position)
+    assert late[Foot.RIGHT].position.tolist() == list(final.right.position)
+
+
+def test_talos_ik_meets_walk_targets_along_a_walk(talos):
+    timeline = Timeline(LEFT0, RIGHT0, [
+        Step(1, Foot.LEFT, 0.8, (0.1, 0.085, 0.0)), Step(2, Foot.RIGHT, 0.8, (0.2, -0.085, 0.0))], TIMING)
+    solver = IKSolver(talos)
+    q = talos.reference_configuration()
+    for t in np.arange(0.0, timeline.t_end, 0.02):
+        feet = foot_targets_at(timeline, t)
+        middle = 0.5 * (feet[Foot.LEFT].position + feet[Foot.RIGHT].position)
+        result = solver.solve(walk_targets(timeline, t, middle + [0.0, 0.0, 0.86]), q)
+        assert result.success, (t, result.message, dict(result.residuals))
+        q = result.q
+        for foot, frame in ((Foot.LEFT, talos.left_foot_frame), (Foot.RIGHT, talos.right_foot_frame)):
+            np.testing.assert_allclose(talos.frame_pose(q, frame)[0], feet[foot].position, atol=1e-4)
+
+
+# ------------------------------------------------------------------------------------------ standing
+
+
+def test_standing_targets_from_a_configuration_are_met_by_it(talos, solo):
+    for robot in (talos, solo):
+        q = robot.reference_configuration()
+        standing = StandingTargets.from_configuration(robot, q)
+        result = IKSolver(robot).solve(standing.targets(), q)
+        assert result.success and result.iterations == 0
+        with_com = standing.targets(com_position=robot.com(q))
+        assert IKSolver(robot).solve(with_com, q).iterations == 0
+        assert standing.oriented_feet is robot.is_biped
+
+
+def test_talos_rz_moves_only_the_feet_about_the_body_and_keeps_the_com_reference(talos):
+    q = talos.reference_configuration()
+    standing = StandingTargets.from_configuration(talos, q)
+    result = standing.gestures.exec_gesture(GestureDof.RZ, 0.1)
+    assert not result.body_moved and set(result.moved_legs) == set(talos.foot_frames)
+    base = talos.frame_pose(q, talos.base_frame)[0]
+    targets = standing.targets(com_position=[0.01, 0.0, 0.85])
+    assert targets.com_position.tolist() == [0.01, 0.0, 0.85]
+    for frame, (position, rotation) in talos.foot_poses(q).items():
+        expected = base + rotation_z(0.1) @ (position - base)
+        np.testing.assert_allclose(targets.foot_positions[frame], expected, atol=1e-12)
+        np.testing.assert_allclose(targets.foot_rotations[frame], rotation_z(0.1) @ rotation, atol=1e-12)
+    np.testing.assert_allclose(targets.torso_orientation, talos.frame_pose(q, talos.torso_frame)[1])
+
+
+def test_quadruped_rz_keeps_the_feet_and_yaws_body_torso_and_com_back(solo):
+    q = solo.reference_configuration()
+    standing = StandingTargets.from_configuration(solo, q)
+    com = solo.com(q) + [0.01, 0.0, 0.0]
+    result = standing.gestures.exec_gesture(GestureDof.RZ, 0.1)
+    assert result.body_moved
+    targets = standing.targets(com_position=com)
+    for frame, (position, _) in solo.foot_poses(q).items():
+        np.testing.assert_allclose(targets.foot_positions[frame], position, atol=1e-12)
+    assert targets.foot_rotations == {}  # point feet
+    assert yaw_of(targets.torso_orientation) == pytest.approx(-0.1)
+    base = solo.frame_pose(q, solo.base_frame)[0]
+    np.testing.assert_allclose(targets.com_position, base + rotation_z(-0.1) @ (com - base), atol=1e-12)
+    # without a CoM reference the body frame's position is held instead
+    held = standing.targets()
+    assert held.com_position is None
+    np.testing.assert_allclose(held.foot_positions[solo.base_frame], base, atol=1e-12)
+    solved = IKSolver(solo).solve(held, q)
+    assert solved.success
+    assert yaw_of(solo.frame_pose(solved.q, solo.base_frame)[1]) == pytest.approx(-0.1, abs=1e-4)
+
+
+def test_quadruped_tz_lowers_the_body_and_com_by_the_gesture(solo):
+    q = solo.reference_configuration()
+    standing = StandingTargets.from_configuration(solo, q)
+    standing.gestures.exec_gesture(GestureDof.TZ, 0.03)  # legs extend 3 cm in the body frame...
+    np.testing.assert_allclose(standing.com_position, solo.com(q) - [0.0, 0.0, 0.03], atol=1e-12)
+    result = IKSolver(solo).solve(standing.targets(), q)  # ...so the body goes 3 cm down
+    assert result.success
+    assert solo.frame_pose(result.q, solo.base_frame)[0][2] == pytest.approx(
+        solo.frame_pose(q, solo.base_frame)[0][2] - 0.03, abs=1e-4)
+
+
+def test_without_friction_the_quadruped_moves_its_feet_not_its_body(solo):
+    q = solo.reference_configuration()
+    standing = StandingTargets.from_configuration(solo, q, GestureController.Parameters(friction=False))
+    standing.gestures.exec_gesture(GestureDof.TX, 0.02)
+    np.testing.assert_array_equal(standing.body_displacement, np.eye(4))
+    for frame, (position, _) in solo.foot_poses(q).items():
+        np.testing.assert_allclose(standing.targets().foot_positions[frame], position + [0.02, 0, 0])
+
+
+def test_planned_foot_poses_override_the_forward_kinematics(talos):
+    q = talos.reference_configuration()
+    planned = {talos.left_foot_frame: pose_matrix((0.0, 0.085, 0.0), 0.0)}
+    standing = StandingTargets.from_configuration(talos, q, foot_poses=planned)
+    targets = standing.targets()
+    assert targets.foot_positions[talos.left_foot_frame].tolist() == [0.0, 0.085, 0.0]
+    np.testing.assert_allclose(targets.foot_rotations[talos.left_foot_frame], np.eye(3), atol=1e-15)
+    fk_right = talos.foot_poses(q)[talos.right_foot_frame][1]
+    np.testing.assert_allclose(targets.foot_rotations[talos.right_foot_frame], fk_right, atol=1e-12)

@@ -1,0 +1,283 @@
+"""IK targets of one instant: feet from the timeline, CoM from the MPC, torso yaw from the feet; gestures.
+
+Walking (:func:`walk_targets`): at time ``t`` of a :class:`~walk_mpc.core.timeline.Timeline`,
+
+* the stance feet are at their planned poses (the phase's ``left`` / ``right``) exactly;
+* in single support the swing foot follows :func:`~walk_mpc.core.swing.swing_pose` from the phase's
+  ``swing_start`` to its touchdown pose, with the phase progress as normalised swing time;
+* soles are flat (rotation about the world z axis by their yaw);
+* the torso yaw is the mean of the two feet's yaws (on the circle), times an optional constant tilt
+  (e.g. the reference posture's torso pitch);
+* the CoM is the MPC's reference for that instant.
+
+Standing (:class:`StandingTargets`): the feet, body and CoM of a standing robot under gestures (seed 003,
+:class:`~walk_mpc.core.gesture.GestureController` with one leg per foot frame). Legs moved by gestures
+move their foot target; when the body moves (friction, enough support legs) the body, the torso and the
+CoM are carried by the body's displacement ``D = B_now B_start^-1`` while the feet stay.
+
+Pure numpy (and :class:`RobotModel` forward kinematics for :meth:`StandingTargets.from_configuration`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from .errors import InputError, ShapeError
+from .gesture import GestureController, inverse_transform
+from .ik import IKTargets
+from .robot import RobotModel, rotation_z, yaw_of
+from .step import Foot
+from .swing import swing_pose, wrap_angle
+from .timeline import PhaseKind, Timeline
+
+
+@dataclasses.dataclass(frozen=True)
+class FootTarget:
+    """Sole target of one foot at one instant.
+
+    Attributes:
+        position: Sole position in the world frame [m], shape (3,) (read-only).
+        yaw: Sole yaw in the world frame [rad].
+        swinging: True when the foot is in the air (single support, swing foot).
+    """
+
+    position: np.ndarray
+    yaw: float
+    swinging: bool = False
+
+
+def foot_targets_at(timeline: Timeline, t: float) -> dict[Foot, FootTarget]:
+    """Sole targets of both feet at time ``t`` [s] of ``timeline``.
+
+    Stance feet are at the phase's poses; the swing foot of a single-support phase follows
+    :func:`swing_pose` with ``s = phase.progress(t)``.
+    """
+    t = _finite("t", t)
+    phase = timeline.phase_at(t)
+    targets = {}
+    for foot in (Foot.LEFT, Foot.RIGHT):
+        pose = phase.foot(foot)
+        if phase.kind is PhaseKind.SINGLE and foot is phase.swing_foot:
+            start = phase.swing_start
+            sample = swing_pose(start.position, start.yaw, pose.position, pose.yaw, phase.swing_height,
+                                phase.progress(t))
+            position, yaw, swinging = sample.position, sample.yaw, True
+        else:
+            position, yaw, swinging = np.array(pose.position, dtype=float), pose.yaw, False
+        position.setflags(write=False)
+        targets[foot] = FootTarget(position, float(yaw), swinging)
+    return targets
+
+
+def torso_yaw(left_yaw: float, right_yaw: float) -> float:
+    """Mean of two yaws on the circle [rad], the one half-way along the shortest arc from left to right."""
+    return left_yaw + 0.5 * wrap_angle(right_yaw - left_yaw)
+
+
+def walk_targets(
+    timeline: Timeline,
+    t: float,
+    com_position,
+    torso_tilt=None,
+    posture=None,
+) -> IKTargets:
+    """IK targets of a walking robot at time ``t`` of ``timeline``.
+
+    Args:
+        timeline: Gait timeline (same time origin as ``t``).
+        t: Time [s].
+        com_position: CoM reference at ``t`` in the world frame [m], shape (3,).
+        torso_tilt: Torso orientation with zero yaw (3x3), applied after the yaw; identity if None.
+        posture: Preferred configuration for the IK null space (nq,), or None.
+
+    Returns:
+        Targets keyed by :class:`Foot` (6D soles), with CoM and torso orientation.
+
+    Raises:
+        InputError: If ``t`` or ``com_position`` is not finite (and from :class:`IKTargets`).
+    """
+    feet = foot_targets_at(timeline, t)
+    tilt = np.eye(3) if torso_tilt is None else torso_tilt
+    yaw = torso_yaw(feet[Foot.LEFT].yaw, feet[Foot.RIGHT].yaw)
+    return IKTargets(
+        com_position=com_position,
+        foot_positions={foot: target.position for foot, target in feet.items()},
+        foot_rotations={foot: rotation_z(target.yaw) for foot, target in feet.items()},
+        torso_orientation=rotation_z(yaw) @ np.asarray(tilt, dtype=float),
+        posture=posture,
+    )
+
+
+def yaw_free(rotation) -> np.ndarray:
+    """``rotation`` with its yaw removed (``Rz(-yaw) R``), e.g. the torso tilt of a reference posture."""
+    rotation = np.asarray(rotation, dtype=float)
+    if rotation.shape != (3, 3):
+        raise ShapeError("rotation", rotation.shape, (3, 3))
+    return rotation_z(-yaw_of(rotation)) @ rotation
+
+
+def pose_matrix(position, rotation=None) -> np.ndarray:
+    """4x4 homogeneous transform of a position [m] and a rotation (3x3, or a yaw [rad], identity if None)."""
+    pose = np.eye(4)
+    pose[:3, 3] = np.asarray(position, dtype=float)
+    if rotation is not None:
+        pose[:3, :3] = rotation_z(float(rotation)) if np.ndim(rotation) == 0 else np.asarray(rotation)
+    return pose
+
+
+def _finite(name: str, value) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InputError(name, value, "a finite number") from None
+    if not math.isfinite(number):
+        raise InputError(name, value, "a finite number")
+    return number
+
+
+class StandingTargets:
+    """IK targets of a standing robot whose legs and body follow gestures (seed 003).
+
+    The legs of the :attr:`gestures` controller are the foot frames (their index is their position
+    in ``foot_frames``), the body is ``body_frame``. Every leg starts with gesture effect and in
+    contact; with Talos (2 legs) and ``min_support_legs = 3`` only the legs move, with a quadruped
+    and friction the body moves by the inverse of the gesture and the feet stay.
+
+    Example:
+        >>> robot = RobotModel(RobotModel.Parameters(robot="solo12"))
+        >>> standing = StandingTargets.from_configuration(robot, robot.reference_configuration())
+        >>> standing.gestures.exec_gesture(GestureDof.RZ, 0.1).body_moved
+        True
+        >>> targets = standing.targets()  # feet unchanged, body yawed by -0.1 rad
+    """
+
+    def __init__(
+        self,
+        foot_frames: Sequence[str],
+        foot_poses_in_world: Sequence,
+        body_frame: str,
+        body_pose_in_world,
+        com_position,
+        torso_rotation,
+        oriented_feet: bool = True,
+        params: GestureController.Parameters | None = None,
+    ) -> None:
+        """Create the standing targets.
+
+        Args:
+            foot_frames: Foot frame names, the gesture legs.
+            foot_poses_in_world: Foot poses in the world (4x4 each), same order.
+            body_frame: Frame of the gesture body (floating base).
+            body_pose_in_world: Its pose in the world (4x4).
+            com_position: CoM [m] held when no CoM reference is given to :meth:`targets`.
+            torso_rotation: Torso orientation (3x3) at the start, carried by the body.
+            oriented_feet: Whether foot targets include their orientation (bipeds) or
+                only their position (point feet).
+            params: Gesture parameters.
+
+        Raises:
+            InputError, ShapeError: If a pose or the CoM is malformed.
+        """
+        self.foot_frames = tuple(foot_frames)
+        self.body_frame = str(body_frame)
+        self.oriented_feet = bool(oriented_feet)
+        body = np.array(body_pose_in_world, dtype=float)
+        if body.shape != (4, 4) or not np.all(np.isfinite(body)):
+            raise InputError("body_pose_in_world", body_pose_in_world, "a finite 4x4 transform")
+        body_inverse = inverse_transform(body)
+        legs_in_body = [body_inverse @ np.asarray(pose, dtype=float) for pose in foot_poses_in_world]
+        self._gestures = GestureController(self.foot_frames, legs_in_body, body, params)
+        self._body_start_inverse = body_inverse
+        self._com = IKTargets(com_position=com_position).com_position
+        self._torso = IKTargets(torso_orientation=torso_rotation).torso_orientation
+
+    @classmethod
+    def from_configuration(
+        cls,
+        robot: RobotModel,
+        q,
+        params: GestureController.Parameters | None = None,
+        foot_poses: Mapping[str, np.ndarray] | None = None,
+    ) -> StandingTargets:
+        """Standing targets met by configuration ``q`` (body = the robot's base frame).
+
+        Args:
+            robot: The robot model.
+            q: Configuration (nq,).
+            params: Gesture parameters.
+            foot_poses: Foot poses (4x4) by frame overriding the forward kinematics of ``q``
+                (e.g. the planned feet of a biped).
+        """
+        feet = robot.foot_poses(q)
+        poses = []
+        for frame in robot.foot_frames:
+            if foot_poses is not None and frame in foot_poses:
+                poses.append(np.asarray(foot_poses[frame], dtype=float))
+            else:
+                poses.append(pose_matrix(*feet[frame]))
+        body = pose_matrix(*robot.frame_pose(q, robot.base_frame))
+        torso = robot.frame_pose(q, robot.torso_frame)[1]
+        return cls(robot.foot_frames, poses, robot.base_frame, body, robot.com(q), torso,
+                   oriented_feet=robot.is_biped, params=params)
+
+    @property
+    def gestures(self) -> GestureController:
+        """The gesture controller (legs = foot frames): exec_gesture, set_gesture_effect, set_contact."""
+        return self._gestures
+
+    @property
+    def body_displacement(self) -> np.ndarray:
+        """Displacement of the body since the start, ``B_now B_start^-1`` (4x4, world frame)."""
+        return self._gestures.body_pose_in_world @ self._body_start_inverse
+
+    def targets(self, com_position=None, posture=None) -> IKTargets:
+        """IK targets after the gestures so far.
+
+        Args:
+            com_position: CoM reference [m] (e.g. from the MPC) before the body displacement; None
+                holds the body frame's position instead of a CoM.
+            posture: Preferred configuration for the IK null space (nq,), or None.
+
+        Returns:
+            Foot targets (6D if ``oriented_feet``, else positions), torso orientation carried by the
+            body, and either the displaced CoM or the body frame's position.
+        """
+        displacement = self.body_displacement
+        gestures = self._gestures
+        feet = {frame: gestures.leg_pose_in_world(frame) for frame in self.foot_frames}
+        positions = {frame: pose[:3, 3] for frame, pose in feet.items()}
+        rotations = {frame: pose[:3, :3] for frame, pose in feet.items()} if self.oriented_feet else {}
+        com = None
+        if com_position is not None:
+            com = IKTargets(com_position=com_position).com_position
+            com = displacement[:3, :3] @ com + displacement[:3, 3]
+        else:
+            positions[self.body_frame] = gestures.body_pose_in_world[:3, 3]
+        return IKTargets(
+            com_position=com,
+            foot_positions=positions,
+            foot_rotations=rotations,
+            torso_orientation=displacement[:3, :3] @ self._torso,
+            posture=posture,
+        )
+
+    @property
+    def com_position(self) -> np.ndarray:
+        """CoM [m] at the start, carried by the body displacement."""
+        displacement = self.body_displacement
+        return displacement[:3, :3] @ self._com + displacement[:3, 3]
+
+
+__all__ = [
+    "FootTarget",
+    "StandingTargets",
+    "foot_targets_at",
+    "pose_matrix",
+    "torso_yaw",
+    "walk_targets",
+    "yaw_free",
+]
