@@ -37,7 +37,9 @@ def _samples(args) -> Iterator[SensorState]:
         name, _, value = item.partition("=")
         names.append(name)
         values.append(float(value))
-    for _ in range(args.count):
+    k = 0
+    while args.count == 0 or k < args.count:
+        k += 1
         yield SensorState(joint_names=names, joint_pos=values, joint_vel=[0.0] * len(values))
 
 
@@ -46,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--topic", default="sensor_state")
     parser.add_argument("--file", help="JSON lines of SensorState dicts")
     parser.add_argument("--joint", action="append", default=[], help="NAME=POSITION of a constant sample")
-    parser.add_argument("--count", type=int, default=10, help="messages of the constant sample")
+    parser.add_argument("--count", type=int, default=10, help="constant samples to send (0: until stopped)")
     parser.add_argument("--period", type=float, default=0.01, help="[s] stamp increment between messages")
     parser.add_argument("--t0", type=float, default=1000.0, help="[s] stamp of the first message")
     parser.add_argument("--wait-subscribers", type=int, default=1,
@@ -75,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
                 time.sleep(args.pace)  # pacing a replay, not synchronisation
         print(f"sensor_replay: published {k + 1} messages on {args.topic}", flush=True)
     except (KeyboardInterrupt, ExternalShutdownException):
-        code = 130
+        pass  # SIGINT ends a replay normally
     finally:
         node.destroy_node()
         rclpy.try_shutdown()
