@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from mpc_problems import SMPC_PARAMS, SMPC_TICKS, load_reference_walk, run_reference_walk, walk_timeline
 
+from walk_mpc.core import mpc_exact
 from walk_mpc.core.errors import InputError, ParameterError, ShapeError
 from walk_mpc.core.mpc import Mpc, MpcParameters, MpcWeights, OsqpSettings, PlanStatus
 from walk_mpc.core.params import from_mapping, to_mapping
@@ -22,8 +23,20 @@ def _state(plan):
     return np.stack([plan.com_position[0], plan.com_velocity[0], plan.com_acceleration[0]])
 
 
+@pytest.fixture(params=["kernel", "numpy"])
+def exact_impl(request, monkeypatch):
+    """Run a test with the compiled kernel (if numba is installed) and with the numpy implementation."""
+    if request.param == "numpy":
+        monkeypatch.setattr(mpc_exact, "USE_KERNEL", False)
+    elif mpc_exact._load_kernel() is None:
+        pytest.skip("numba not installed")
+    return request.param
+
+
 @pytest.mark.parametrize("backend, tolerance", [("exact", 1e-9), ("daqp", 1e-9), ("osqp", 1e-5)])
-def test_reference_walk_reproduces_smpc_solver_on_all_142_ticks(walk, backend, tolerance):
+def test_reference_walk_reproduces_smpc_solver_on_all_142_ticks(walk, backend, tolerance, exact_impl):
+    if backend != "exact" and exact_impl == "numpy":
+        pytest.skip("implementation switch only concerns the exact backend")
     mpc = Mpc(dataclasses.replace(SMPC_PARAMS, backend=backend))
     plans = run_reference_walk(mpc, walk)
     assert len(plans) == SMPC_TICKS
@@ -42,7 +55,7 @@ def test_reference_walk_reproduces_smpc_solver_on_all_142_ticks(walk, backend, t
         assert walk.preview(k).violation(plan.zmp).max() <= bound
 
 
-def test_exact_backend_matches_daqp_on_rotated_coupled_boxes():
+def test_exact_backend_matches_daqp_on_rotated_coupled_boxes(exact_impl):
     rng = np.random.default_rng(7)
     params = MpcParameters(horizon=30)
     exact, daqp = Mpc(params), Mpc(dataclasses.replace(params, backend="daqp"))
@@ -77,7 +90,7 @@ def test_plan_is_self_consistent_and_shifts_by_one_interval(walk):
 
 
 @pytest.mark.parametrize("backend", ["exact", "daqp", "osqp"])
-def test_impossible_polygon_returns_infeasible_and_the_previous_plan_shifted(walk, backend):
+def test_impossible_polygon_returns_infeasible_and_the_previous_plan_shifted(walk, backend, exact_impl):
     mpc = Mpc(dataclasses.replace(SMPC_PARAMS, backend=backend))
     plans = run_reference_walk(mpc, walk, ticks=10)
     good = walk.preview(10, durations=mpc.durations)
@@ -92,7 +105,7 @@ def test_impossible_polygon_returns_infeasible_and_the_previous_plan_shifted(wal
     assert mpc.solve(_state(plan), walk.preview(11)).status is PlanStatus.SOLVED
 
 
-def test_infeasible_first_tick_holds_the_current_state_without_nan():
+def test_infeasible_first_tick_holds_the_current_state_without_nan(exact_impl):
     mpc = Mpc(MpcParameters(horizon=10))
     preview = Preview(mpc.durations, np.zeros(10), np.ones((10, 2)), np.zeros((10, 2)), np.zeros((10, 2)))
     state = np.array([[0.1, 0.0], [0.2, 0.0], [0.0, 0.0]])
@@ -115,7 +128,7 @@ def test_solver_exception_becomes_failed_with_fallback(monkeypatch, walk):
     np.testing.assert_array_equal(plan.jerk[:-1], plans[-1].jerk[1:])
 
 
-def test_variable_first_interval_keeps_the_zmp_in_its_boxes_closed_loop():
+def test_variable_first_interval_keeps_the_zmp_in_its_boxes_closed_loop(exact_impl):
     timeline = walk_timeline("turning")
     params = MpcParameters()
     mpc = Mpc(params, first_interval=0.01)

@@ -38,7 +38,6 @@ from .params import check_choice, check_int_range, check_nonnegative, check_posi
 from .preview import Preview
 
 BACKENDS = ("exact", "daqp", "osqp")
-_ZEROS6 = np.zeros(6)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -186,6 +185,18 @@ class Plan:
     iterations: int = 0
     is_fallback: bool = False
     backend: str = ""
+
+    @classmethod
+    def _unchecked(cls, status, t_start, durations, initial_state, arrays, solve_time, iterations,
+                   is_fallback, backend) -> "Plan":
+        """Hot-path constructor for the solver (fields already validated and read-only)."""
+        plan = object.__new__(cls)
+        jerk, pos, vel, acc, zmp = arrays
+        plan.__dict__.update(status=status, t_start=t_start, durations=durations, initial_state=initial_state,
+                             jerk=jerk, com_position=pos, com_velocity=vel, com_acceleration=acc, zmp=zmp,
+                             solve_time=solve_time, iterations=iterations, is_fallback=is_fallback,
+                             backend=backend)
+        return plan
 
     @property
     def horizon(self) -> int:
@@ -409,8 +420,6 @@ class Mpc:
         x0 = np.array(state, dtype=float)
         if x0.shape != (3, 2):
             raise ShapeError("state", x0.shape, "(3, 2): rows position/velocity/acceleration, columns x/y")
-        if math.isnan(x0.reshape(6) @ _ZEROS6):
-            raise InputError("state", state, "finite values")
         self.check_preview(preview)
         start = time.perf_counter()
         try:
@@ -418,12 +427,13 @@ class Mpc:
         except Exception:  # noqa: BLE001 - third-party solver errors become FAILED (module policy)
             status, arrays, iterations = PlanStatus.FAILED, None, 0
             self._backend.reset()
-        if status is PlanStatus.SOLVED:
-            jerk, pos, vel, acc, zmp = arrays
+        if status is PlanStatus.SOLVED:  # backends only report SOLVED with finite arrays
             x0.flags.writeable = False
-            plan = Plan(status, preview.t_start, self.durations, x0, jerk, pos, vel, acc, zmp,
-                        time.perf_counter() - start, iterations, False, self._backend_name)
+            plan = Plan._unchecked(status, preview.t_start, self.durations, x0, arrays,
+                                   time.perf_counter() - start, iterations, False, self._backend_name)
         else:
+            if not np.all(np.isfinite(x0)):  # checked here only: a non-finite state never solves
+                raise InputError("state", state, "finite values")
             plan = self._fallback(status, x0, preview.t_start, time.perf_counter() - start)
         self._previous = plan
         return plan

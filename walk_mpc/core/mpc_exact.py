@@ -33,6 +33,9 @@ from scipy.linalg.lapack import dposv
 
 from .mpc import PlanStatus
 
+#: Use the compiled kernel of :mod:`.mpc_exact_kernel` when numba is installed (tests switch it off to
+#: exercise the numpy implementation).
+USE_KERNEL = True
 _PRIMAL_TOL = 1e-11  # [m] bound violation accepted
 _DUAL_TOL = 1e-12  # multiplier sign tolerance
 
@@ -70,10 +73,28 @@ class ExactBackend:
         self.bounds = np.zeros((2, n, 2))  # lower, upper of the box-frame ZMP
         self.zeros_out = np.zeros(10 * n)
         self.max_iterations = 8 * n
+        # Compiled kernel (numba) when available: same algorithm, one call per tick.
+        self.kernel = _load_kernel() if USE_KERNEL else None
+        if self.kernel is not None:
+            self.k_consts = np.ascontiguousarray(np.vstack([kz.T, alpha * m.T, ej.T, alpha * q.T, q.T, m]))
+            self.k_dyn = np.array([np.concatenate([a.ravel(), b]) for a, b in (
+                cond.model.discretize(float(cond.durations[0])),
+                cond.model.discretize(float(cond.durations[1])))])
+            self.zeta = float(cond.model.zeta)
+            self.k_active = np.zeros(2 * n, dtype=np.int64)
+            self.k_sides = np.zeros(2 * n)
+            self.k_inv = np.zeros((2 * n + 1, 2 * n + 1))
+            self.k_work = np.zeros((12, 2 * n + 1))
         self.reset()
+
+    @property
+    def accelerated(self) -> bool:
+        """True when the compiled kernel is used."""
+        return self.kernel is not None
 
     def reset(self) -> None:
         """Forget the warm start."""
+        self._count = 0
         self._active: list = []  # variable indices 2 i + axis
         self._sides: list = []  # +1.0 upper bound, -1.0 lower bound
 
@@ -99,6 +120,18 @@ class ExactBackend:
     def solve(self, x0: np.ndarray, preview):
         """Solve one tick; returns (status, (jerk, pos, vel, acc, zmp), iterations)."""
         n = self.n
+        if self.kernel is not None:
+            out = np.empty((5 * n, 2))
+            status, self._count, iterations = self.kernel(
+                self.k_consts, self.k_dyn, self.zeta, x0, preview.zmp_ref, preview.lower, preview.upper,
+                preview.angles, self.k_active, self.k_sides, self._count, self.shift, self.max_iterations,
+                self.mw, self.k_inv, self.k_work, out)
+            if status:
+                self._count = 0
+                return _STATUS[status], None, iterations
+            out.flags.writeable = False
+            return PlanStatus.SOLVED, (out[:n], out[n:2 * n], out[2 * n:3 * n], out[3 * n:4 * n],
+                                       out[4 * n:]), iterations
         bounds = self.bounds
         bounds[0] = preview.lower
         bounds[1] = preview.upper
@@ -158,6 +191,17 @@ class ExactBackend:
             return PlanStatus.FAILED, None, iterations
         out.flags.writeable = False
         return PlanStatus.SOLVED, (out[:n], out[n:2 * n], out[2 * n:3 * n], out[3 * n:4 * n], out[4 * n:]), iterations
+
+
+_STATUS = {1: PlanStatus.INFEASIBLE, 2: PlanStatus.FAILED}
+
+
+def _load_kernel():
+    try:
+        from .mpc_exact_kernel import exact_tick
+    except ImportError:  # numba not installed: numpy implementation
+        return None
+    return exact_tick
 
 
 def _dual_active_set(mat, ws, bounds, active, sides, max_iterations):
