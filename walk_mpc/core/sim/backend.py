@@ -1,0 +1,457 @@
+"""Simulator backend interface shared by every simulated robot, with its sample types and joint servo.
+
+Every simulator (the kinematic plant, the wheel plant, MuJoCo) implements :class:`SimBackend`, so the
+``sim`` node (and tests, benchmarks, demos) drive them the same way, as upkie's mock / simulator / real
+backends share one interface:
+
+* ``reset(q0)``: back to an initial state, time 0;
+* ``set_trajectory(command)`` or ``set_command(names, positions, ...)``: position commands, with
+  ros2_control ``JointTrajectory`` semantics (see :class:`JointServo`);
+* ``step(dt)``: advance the simulated time by one hardware period, return a :class:`SimState`;
+* ``sensor_sample()``: the HAPTIX ``hxSensor`` fields of the last step, as a :class:`SensorSample`.
+
+Times are simulated seconds since the last reset; command stamps use the same clock.
+
+Sign conventions: gravity is ``(0, 0, -GRAVITY)`` in the world frame; the accelerometer reads
+``a - g`` in the IMU frame (HAPTIX), so an IMU at rest and level reads ``(0, 0, +GRAVITY)``.
+Quaternions are ordered (x, y, z, w) as in pinocchio and geometry_msgs (HAPTIX's arrays are w first).
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..errors import InputError, JointNotFound, ShapeError
+from ..params import check_nonnegative
+
+#: Standard gravity [m/s^2] (pinocchio's model gravity is (0, 0, -GRAVITY)).
+GRAVITY = 9.81
+
+
+def _frozen(array, dtype=float) -> np.ndarray:
+    out = np.array(array, dtype=dtype)
+    out.setflags(write=False)
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class SensorSample:
+    """Sensor data of one hardware step (HAPTIX ``hxSensor``), arrays read-only.
+
+    Attributes:
+        time: Simulated time of the sample [s] since reset.
+        joint_names: Joint names, ordering ``joint_pos`` and ``joint_vel``.
+        joint_pos: Joint positions [rad].
+        joint_vel: Joint velocities [rad/s].
+        motor_names: Motor names, ordering the motor arrays (motor = joint in our simulators).
+        motor_pos: Motor positions [rad].
+        motor_vel: Motor velocities [rad/s].
+        motor_torque: Torque applied by the embedded controller [N m].
+        contact_names: Contact sensor names, ordering ``contact``.
+        contact: Contact normal force per sensor [N].
+        imu_names: IMU names (frame names), ordering the IMU arrays.
+        imu_orientation_xyzw: Orientation of each IMU in the world, shape (n, 4), (x, y, z, w).
+        imu_angular_vel: Angular velocity in each IMU frame [rad/s], shape (n, 3).
+        imu_linear_acc: Accelerometer output ``a - g`` in each IMU frame [m/s^2], shape (n, 3).
+        base_estimate_valid: Whether the base fields hold a pose (ground truth in simulation).
+        base_position: Base position in the world [m].
+        base_orientation_xyzw: Base orientation in the world (x, y, z, w).
+        base_linear_velocity: Base linear velocity, world frame [m/s].
+        base_angular_velocity: Base angular velocity, world frame [rad/s].
+    """
+
+    time: float
+    joint_names: tuple[str, ...]
+    joint_pos: np.ndarray
+    joint_vel: np.ndarray
+    motor_names: tuple[str, ...]
+    motor_pos: np.ndarray
+    motor_vel: np.ndarray
+    motor_torque: np.ndarray
+    contact_names: tuple[str, ...] = ()
+    contact: np.ndarray = dataclasses.field(default_factory=lambda: _frozen(()))
+    imu_names: tuple[str, ...] = ()
+    imu_orientation_xyzw: np.ndarray = dataclasses.field(default_factory=lambda: _frozen(np.zeros((0, 4))))
+    imu_angular_vel: np.ndarray = dataclasses.field(default_factory=lambda: _frozen(np.zeros((0, 3))))
+    imu_linear_acc: np.ndarray = dataclasses.field(default_factory=lambda: _frozen(np.zeros((0, 3))))
+    base_estimate_valid: bool = False
+    base_position: np.ndarray = dataclasses.field(default_factory=lambda: _frozen(np.zeros(3)))
+    base_orientation_xyzw: np.ndarray = dataclasses.field(default_factory=lambda: _frozen([0, 0, 0, 1]))
+    base_linear_velocity: np.ndarray = dataclasses.field(default_factory=lambda: _frozen(np.zeros(3)))
+    base_angular_velocity: np.ndarray = dataclasses.field(default_factory=lambda: _frozen(np.zeros(3)))
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, np.ndarray) or field.name in ("joint_pos", "joint_vel", "motor_pos",
+                                                                 "motor_vel", "motor_torque", "contact"):
+                object.__setattr__(self, field.name, _frozen(value))
+            elif field.name.endswith("_names"):
+                object.__setattr__(self, field.name, tuple(value))
+        pairs = (("joint_names", "joint_pos"), ("joint_names", "joint_vel"), ("motor_names", "motor_pos"),
+                 ("motor_names", "motor_vel"), ("motor_names", "motor_torque"), ("contact_names", "contact"))
+        for names, values in pairs:
+            n = len(getattr(self, names))
+            if getattr(self, values).shape != (n,):
+                raise ShapeError(values, getattr(self, values).shape, (n,))
+        n_imu = len(self.imu_names)
+        for name, width in (("imu_orientation_xyzw", 4), ("imu_angular_vel", 3), ("imu_linear_acc", 3)):
+            if getattr(self, name).shape != (n_imu, width):
+                raise ShapeError(name, getattr(self, name).shape, (n_imu, width))
+
+    def zmp_from_contacts(self, corner_positions: dict[str, np.ndarray]) -> np.ndarray | None:
+        """Centre of pressure [m] of the contact forces, given each sensor's world position.
+
+        Args:
+            corner_positions: World position [m] of each contact sensor by name.
+
+        Returns:
+            The force-weighted mean of the sensor positions, or None when no force is measured.
+        """
+        total = float(np.sum(self.contact))
+        if total <= 0.0:
+            return None
+        points = np.array([corner_positions[name] for name in self.contact_names], dtype=float)
+        return (self.contact @ points) / total
+
+
+@dataclasses.dataclass(frozen=True)
+class SimState:
+    """Ground truth of a simulator after a step (arrays read-only; empty when a backend has no such data).
+
+    Attributes:
+        time: Simulated time [s] since reset.
+        step_count: Hardware steps since reset.
+        q: Configuration (pinocchio order: base position, base quaternion xyzw, joints).
+        v: Generalised velocity (base twist in the base frame, joint velocities).
+        com: Centre of mass in the world [m].
+        zmp: Dynamic ZMP on the ground from the CoM motion [m] (before clipping).
+        cop: Centre of pressure of the distributed contact forces [m] (the ZMP clipped into the support).
+        contact_bodies: Names of the bodies that can touch the ground (feet, wheels).
+        in_contact: Whether each body of ``contact_bodies`` touches the ground.
+        zmp_clip_count: Steps since reset at which the ZMP left the support area (the robot would tip).
+        fallen: Whether the robot fell (latched until reset).
+    """
+
+    time: float
+    step_count: int
+    q: np.ndarray
+    v: np.ndarray
+    com: np.ndarray
+    zmp: np.ndarray
+    cop: np.ndarray
+    contact_bodies: tuple[str, ...]
+    in_contact: tuple[bool, ...]
+    zmp_clip_count: int = 0
+    fallen: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("q", "v", "com", "zmp", "cop"):
+            object.__setattr__(self, name, _frozen(getattr(self, name)))
+        object.__setattr__(self, "in_contact", tuple(bool(c) for c in self.in_contact))
+
+
+@dataclasses.dataclass(frozen=True)
+class JointTrajectoryCommand:
+    """Position command for named joints, with ros2_control ``JointTrajectory`` semantics.
+
+    Attributes:
+        joint_names: Commanded joints (a subset of the simulator's joints; the others keep their setpoint).
+        times_from_stamp: Time of each point after ``stamp`` [s], strictly increasing, >= 0.
+        positions: Positions of each point [rad], shape (points, joints).
+        stamp: Start time [s] of the trajectory on the simulator's clock; None = when it is received.
+        velocities: Velocities of each point [rad/s] or None; informative only (the plants track positions).
+    """
+
+    joint_names: tuple[str, ...]
+    times_from_stamp: tuple[float, ...]
+    positions: np.ndarray
+    stamp: float | None = None
+    velocities: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        names = tuple(self.joint_names)
+        object.__setattr__(self, "joint_names", names)
+        if not names or len(set(names)) != len(names) or not all(isinstance(n, str) for n in names):
+            raise InputError("joint_names", names, "distinct joint names, at least one")
+        try:
+            times = tuple(float(t) for t in self.times_from_stamp)
+        except (TypeError, ValueError):
+            raise InputError("times_from_stamp", self.times_from_stamp, "numbers") from None
+        object.__setattr__(self, "times_from_stamp", times)
+        if not times or not all(math.isfinite(t) and t >= 0.0 for t in times) or any(
+                b <= a for a, b in zip(times, times[1:])):
+            raise InputError("times_from_stamp", times, "at least one time >= 0 [s], strictly increasing")
+        for name in ("positions", "velocities"):
+            value = getattr(self, name)
+            if value is None or (name == "velocities" and np.size(value) == 0):
+                object.__setattr__(self, name, None)
+                continue
+            try:
+                array = np.array(value, dtype=float).reshape(len(times), -1) if np.size(value) else None
+            except (TypeError, ValueError):
+                raise InputError(name, value, f"{len(times)} x {len(names)} numbers") from None
+            if array is None or array.shape != (len(times), len(names)):
+                raise ShapeError(name, np.shape(value), (len(times), len(names)))
+            if not np.all(np.isfinite(array)):
+                raise InputError(name, array, "finite values")
+            array.setflags(write=False)
+            object.__setattr__(self, name, array)
+        if self.positions is None:
+            raise InputError("positions", None, f"{len(times)} x {len(names)} numbers")
+        if self.stamp is not None:
+            if isinstance(self.stamp, bool) or not math.isfinite(float(self.stamp)):
+                raise InputError("stamp", self.stamp, "a finite time [s] or None")
+            object.__setattr__(self, "stamp", float(self.stamp))
+
+
+class JointServo:
+    """Position servos of a set of joints: trajectory setpoints, a pure latency, then a first-order lag.
+
+    Setpoint (ros2_control ``JointTrajectoryController`` semantics): when a command is received at time
+    ``t_r``, each of its joints interpolates linearly in time from its current setpoint at ``t_r`` to the
+    points at ``stamp + times_from_stamp``, then holds the last point; points already past at ``t_r``
+    are skipped (if all are past, the joint jumps to the last one). Joints left out of a command keep
+    their current trajectory. The servo tracks the setpoint delayed by ``latency``: the motor target at
+    time ``t`` is the setpoint at ``t - latency``, of the commands received up to ``t - latency``.
+    Joint positions then follow the target through ``x' = (target - x) / lag_time_constant``
+    (``lag_time_constant = 0`` tracks it exactly) and are clipped to the joint limits; velocities are
+    finite differences over the step. The lag is integrated exactly (the delayed setpoint is piecewise
+    linear), so the positions do not depend on the step size.
+
+    Args:
+        joint_names: Servoed joints.
+        lag_time_constant: Time constant of the first-order lag [s] (0 = none).
+        latency: Delay between a command's reception and its effect [s].
+        lower: Lower position limits [rad] (None = unbounded).
+        upper: Upper position limits [rad] (None = unbounded).
+    """
+
+    def __init__(self, joint_names: Sequence[str], lag_time_constant: float, latency: float,
+                 lower: np.ndarray | None = None, upper: np.ndarray | None = None) -> None:
+        check_nonnegative("lag_time_constant", lag_time_constant)
+        check_nonnegative("latency", latency)
+        self.joint_names = tuple(joint_names)
+        self._index = {name: i for i, name in enumerate(self.joint_names)}
+        n = len(self.joint_names)
+        self.lag_time_constant = float(lag_time_constant)
+        self.latency = float(latency)
+        self._lower = np.full(n, -np.inf) if lower is None else np.asarray(lower, dtype=float)
+        self._upper = np.full(n, np.inf) if upper is None else np.asarray(upper, dtype=float)
+        self.reset(np.zeros(n))
+
+    def reset(self, positions: np.ndarray, time: float = 0.0) -> None:
+        """Hold ``positions`` [rad] from ``time`` [s] on, with no pending command."""
+        positions = np.array(positions, dtype=float)
+        if positions.shape != (len(self.joint_names),):
+            raise ShapeError("positions", positions.shape, (len(self.joint_names),))
+        self._positions = positions
+        self._velocities = np.zeros_like(positions)
+        self._time = float(time)
+        self._pending: list[tuple[float, np.ndarray, JointTrajectoryCommand]] = []
+        # Active trajectories: (joint indices, knot times, knot values (knots, joints)).
+        self._active: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = [
+            (np.arange(len(positions)), np.array([self._time]), positions[None, :].copy())]
+
+    @property
+    def positions(self) -> np.ndarray:
+        """Joint positions [rad] (copy)."""
+        return self._positions.copy()
+
+    @property
+    def velocities(self) -> np.ndarray:
+        """Joint velocities [rad/s] over the last step (copy)."""
+        return self._velocities.copy()
+
+    def indices(self, joint_names: Sequence[str]) -> np.ndarray:
+        """Indices of ``joint_names`` among the servoed joints.
+
+        Raises:
+            JointNotFound: For a name that is not a servoed joint (lists the valid ones).
+        """
+        out = np.empty(len(joint_names), dtype=int)
+        for k, name in enumerate(joint_names):
+            try:
+                out[k] = self._index[name]
+            except (KeyError, TypeError):
+                raise JointNotFound(name, self.joint_names) from None
+        return out
+
+    def command(self, command: JointTrajectoryCommand, receive_time: float) -> None:
+        """Queue ``command``, received at ``receive_time`` [s]; it acts ``latency`` later.
+
+        Raises:
+            JointNotFound: A commanded joint is not servoed (the command is dropped as a whole).
+        """
+        indices = self.indices(command.joint_names)
+        self._pending.append((float(receive_time), indices, command))
+
+    def setpoint(self, time: float) -> np.ndarray:
+        """Setpoint [rad] at ``time`` [s] from the active trajectories (pending commands excluded)."""
+        out = np.empty(len(self.joint_names))
+        for indices, times, values in self._active:
+            out[indices] = _interpolate(times, values, time)
+        return out
+
+    def _activate(self, receive_time: float, indices: np.ndarray, command: JointTrajectoryCommand) -> None:
+        start = self.setpoint(receive_time)[indices]
+        stamp = receive_time if command.stamp is None else command.stamp
+        times = stamp + np.asarray(command.times_from_stamp)
+        future = times > receive_time
+        if np.any(future):
+            knot_times = np.concatenate(([receive_time], times[future]))
+            knot_values = np.vstack((start[None, :], command.positions[future]))
+        else:
+            knot_times = np.array([receive_time])
+            knot_values = command.positions[-1:].copy()
+        taken = np.zeros(len(self.joint_names), dtype=bool)
+        taken[indices] = True
+        active = []
+        for idx, t, v in self._active:
+            keep = ~taken[idx]
+            if np.any(keep):
+                active.append((idx[keep], t, v[:, keep]))
+        active.append((indices, knot_times, knot_values))
+        self._active = active
+
+    def step(self, time: float) -> tuple[np.ndarray, np.ndarray]:
+        """Advance to ``time`` [s]: positions [rad] and velocities [rad/s] at that time.
+
+        The lag is integrated exactly for the piecewise-linear delayed setpoint: the interval is split at
+        command activations and trajectory knots, and each piece uses the exact first-order-hold update.
+
+        Raises:
+            InputError: If ``time`` is not after the current time.
+        """
+        time = float(time)
+        if not time > self._time:
+            raise InputError("time", time, f"a time after the servo's current time {self._time!r} s")
+        latency, tau = self.latency, self.lag_time_constant
+        start_positions = self._positions
+        x = self._positions
+        t = self._time
+        while t < time:
+            while self._pending and self._pending[0][0] + latency <= t + 1e-12:
+                self._activate(*self._pending.pop(0))
+            end = time
+            if self._pending:
+                end = min(end, self._pending[0][0] + latency)
+            for _, times, _ in self._active:
+                k = int(np.searchsorted(times, t - latency, side="right"))
+                if k < len(times):
+                    end = min(end, times[k] + latency)
+            if end <= t + 1e-12:
+                end = min(time, t + 1e-9)
+            h = end - t
+            target0, target1 = self.setpoint(t - latency), self.setpoint(end - latency)
+            if tau > 0.0:
+                decay = math.exp(-h / tau)
+                slope_tau = (target1 - target0) * (tau / h)
+                x = target1 - slope_tau + (x - target0 + slope_tau) * decay
+            else:
+                x = target1
+            t = end
+        positions = np.clip(x, self._lower, self._upper)
+        self._velocities = (positions - start_positions) / (time - self._time)
+        self._positions = positions
+        self._time = time
+        return self.positions, self.velocities
+
+
+def _interpolate(times: np.ndarray, values: np.ndarray, t: float) -> np.ndarray:
+    """Piecewise-linear interpolation of knot rows ``values`` at times ``times``, held outside."""
+    if t <= times[0]:
+        return values[0]
+    if t >= times[-1]:
+        return values[-1]
+    k = int(np.searchsorted(times, t, side="right")) - 1
+    s = (t - times[k]) / (times[k + 1] - times[k])
+    return values[k] + s * (values[k + 1] - values[k])
+
+
+class SimBackend(abc.ABC):
+    """A simulated robot: position commands in, sensor samples out, one hardware step at a time."""
+
+    @property
+    @abc.abstractmethod
+    def joint_names(self) -> tuple[str, ...]:
+        """Commandable joints, in the order of the sensor samples."""
+
+    @property
+    @abc.abstractmethod
+    def hardware_period(self) -> float:
+        """Default step [s]."""
+
+    @property
+    @abc.abstractmethod
+    def time(self) -> float:
+        """Simulated time [s] since reset."""
+
+    @abc.abstractmethod
+    def reset(self, q0: np.ndarray | None = None) -> None:
+        """Back to time 0 at configuration ``q0`` (None = the backend's initial configuration)."""
+
+    @abc.abstractmethod
+    def step(self, dt: float | None = None) -> SimState:
+        """Advance by ``dt`` [s] (None = the hardware period) and return the new state."""
+
+    @abc.abstractmethod
+    def set_trajectory(self, command: JointTrajectoryCommand) -> None:
+        """Queue a position command, received now (see :class:`JointServo` for the semantics).
+
+        Raises:
+            JointNotFound: A commanded joint is unknown; the command is rejected as a whole.
+        """
+
+    @property
+    @abc.abstractmethod
+    def state(self) -> SimState:
+        """State after the last step (or the reset)."""
+
+    @abc.abstractmethod
+    def sensor_sample(self) -> SensorSample:
+        """Sensor data of the last step (or the reset)."""
+
+    def set_command(self, joint_names: Sequence[str], positions: Sequence[float],
+                    velocities: Sequence[float] | None = None, stamp: float | None = None) -> None:
+        """Command positions [rad] reached at ``stamp`` [s] (None = now): a one-point trajectory.
+
+        Raises:
+            JointNotFound: A joint is unknown; the command is rejected as a whole.
+            InputError: Arrays of the wrong length or non-finite values.
+        """
+        positions = np.asarray(positions, dtype=float)
+        if positions.shape != (len(joint_names),):
+            raise ShapeError("positions", positions.shape, (len(joint_names),))
+        vel = None if velocities is None else np.asarray(velocities, dtype=float)[None, :]
+        command = JointTrajectoryCommand(tuple(joint_names), (0.0,), positions[None, :], stamp, vel)
+        self.set_trajectory(command)
+
+
+def check_dt(dt: float | None, default: float) -> float:
+    """The step ``dt`` [s] (``default`` when None), checked finite and > 0.
+
+    Raises:
+        InputError: If ``dt`` is not a finite number > 0.
+    """
+    if dt is None:
+        return default
+    if isinstance(dt, bool) or not isinstance(dt, (int, float)) or not math.isfinite(dt) or dt <= 0.0:
+        raise InputError("dt", dt, "a finite time step > 0 [s]")
+    return float(dt)
+
+
+__all__ = [
+    "GRAVITY",
+    "JointServo",
+    "JointTrajectoryCommand",
+    "SensorSample",
+    "SimBackend",
+    "SimState",
+    "check_dt",
+]

@@ -1,0 +1,272 @@
+"""ROS 2 node ``sim``: a simulated robot publishing SensorState every hardware period, driven by commands.
+
+Topics (names relative to the node's namespace):
+
+* publishes ``sensor_topic`` (``walk_mpc/msg/SensorState``, reliable, depth 10) once per hardware step,
+  ``header.stamp = start + k * hardware_period`` (``start`` = the node's ROS time when it starts, ``k`` =
+  steps since start, integer nanoseconds: the stamps are exactly periodic and are the graph's time base);
+* publishes ``fall_topic`` (``std_msgs/Bool``, reliable, transient local, depth 1): false at start, then
+  on every change (the kinematic plant only falls if its base tilts beyond ``fall_tilt``);
+* subscribes ``trajectory_topic`` (``trajectory_msgs/JointTrajectory``): ros2_control semantics (see
+  :class:`walk_mpc.core.sim.backend.JointServo`); ``header.stamp`` on the simulated clock (zero = now);
+* subscribes ``commands_topic`` (``std_msgs/Float64MultiArray``): positions for ``command_joint_names``
+  (empty = the model's joints in model order), reached at once (after the plant's latency and lag).
+
+A command naming a joint the model does not have, or with inconsistent array lengths, is rejected as a
+whole and logged (at most once per second, with a count); the node keeps running.
+
+Backends (``backend``): ``"kinematic"`` (:class:`~walk_mpc.core.sim.kinematic.KinematicSim`, or the
+scripted :class:`~walk_mpc.core.sim.wheels.WheelPlant` when ``robot_type = "wheeled"``, e.g. upkie)
+and ``"mujoco"`` (``walk_mpc.core.sim.mujoco``, imported lazily; a clear configuration error while it
+does not exist). A wall timer at ``hardware_period / real_time_factor`` drives the steps; the stamps
+advance by the simulated time whatever the wall clock does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from typing import Optional, Sequence
+
+from geometry_msgs.msg import Point, Pose, Quaternion, Twist, Vector3
+from rclpy.exceptions import ParameterUninitializedException
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from std_msgs.msg import Bool, Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory
+
+from walk_mpc.core.errors import ConfigError, InputError, ParameterError, WalkMpcError
+from walk_mpc.core.params import check_choice, check_positive
+from walk_mpc.core.sim import BACKENDS, create_backend
+from walk_mpc.core.sim.backend import JointTrajectoryCommand, SensorSample, SimBackend
+from walk_mpc.core.sim.kinematic import KinematicSim
+from walk_mpc.core.sim.wheels import WheelPlant
+from walk_mpc.msg import SensorState
+from walk_mpc.nodes._common import DataclassParameters, node_options, run
+
+#: Values of ``SimNodeParameters.robot_type``.
+ROBOT_TYPES = ("legged", "wheeled")
+
+#: Minimum interval between two warnings about rejected commands [s].
+WARNING_PERIOD = 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class SimNodeParameters:
+    """Parameters of the sim node.
+
+    Attributes:
+        backend: Simulator: ``"kinematic"`` or ``"mujoco"``.
+        robot_type: ``"legged"`` (plant parameters in ``kinematic``) or ``"wheeled"`` (scripted wheel
+            plant, parameters in ``wheels``; kinematic backend only).
+        real_time_factor: Simulated seconds per wall-clock second (1.0 = real time).
+        sensor_topic: SensorState output.
+        trajectory_topic: JointTrajectory command input.
+        commands_topic: Float64MultiArray command input.
+        fall_topic: Fall flag output.
+        command_joint_names: Joint order of ``commands_topic`` (empty = the model's joint order).
+        frame_id: ``header.frame_id`` of the SensorState (the world frame of the base pose).
+        kinematic: Plant parameters of a legged robot (kinematic and MuJoCo backends).
+        wheels: Plant parameters of a wheeled robot.
+    """
+
+    backend: str = "kinematic"
+    robot_type: str = "legged"
+    real_time_factor: float = 1.0
+    sensor_topic: str = "sensor_state"
+    trajectory_topic: str = "joint_trajectory"
+    commands_topic: str = "joint_commands"
+    fall_topic: str = "sim/fall"
+    command_joint_names: tuple[str, ...] = ()
+    frame_id: str = "world"
+    kinematic: KinematicSim.Parameters = dataclasses.field(default_factory=KinematicSim.Parameters)
+    wheels: WheelPlant.Parameters = dataclasses.field(default_factory=WheelPlant.Parameters)
+
+    def __post_init__(self) -> None:
+        check_choice("backend", self.backend, sorted(BACKENDS))
+        check_choice("robot_type", self.robot_type, ROBOT_TYPES)
+        if self.robot_type == "wheeled" and self.backend != "kinematic":
+            raise ParameterError("backend", self.backend, "'kinematic' for robot_type 'wheeled'")
+        check_positive("real_time_factor", self.real_time_factor)
+        for field in ("sensor_topic", "trajectory_topic", "commands_topic", "fall_topic"):
+            if not isinstance(getattr(self, field), str) or not getattr(self, field):
+                raise ParameterError(field, getattr(self, field), "a topic name")
+        object.__setattr__(self, "command_joint_names", tuple(self.command_joint_names))
+        if len(set(self.command_joint_names)) != len(self.command_joint_names):
+            raise ParameterError("command_joint_names", self.command_joint_names, "distinct joint names")
+
+    def make_backend(self) -> SimBackend:
+        """The configured simulator.
+
+        Raises:
+            ConfigError: The backend is unavailable.
+            ModelError: The robot cannot be loaded or simulated by the backend.
+        """
+        if self.robot_type == "wheeled":
+            return WheelPlant(self.wheels)
+        return create_backend(self.backend, self.kinematic)
+
+
+def _vector3(v) -> Vector3:
+    return Vector3(x=float(v[0]), y=float(v[1]), z=float(v[2]))
+
+
+def _quaternion(q) -> Quaternion:
+    return Quaternion(x=float(q[0]), y=float(q[1]), z=float(q[2]), w=float(q[3]))
+
+
+def sensor_state_msg(sample: SensorSample, stamp_ns: int, frame_id: str = "world") -> SensorState:
+    """SensorState message of a sensor sample stamped ``stamp_ns`` [ns]."""
+    msg = SensorState()
+    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(int(stamp_ns), 1_000_000_000)
+    msg.header.frame_id = frame_id
+    msg.joint_names = list(sample.joint_names)
+    msg.joint_pos = sample.joint_pos.tolist()
+    msg.joint_vel = sample.joint_vel.tolist()
+    msg.motor_names = list(sample.motor_names)
+    msg.motor_pos = sample.motor_pos.tolist()
+    msg.motor_vel = sample.motor_vel.tolist()
+    msg.motor_torque = sample.motor_torque.tolist()
+    msg.contact_names = list(sample.contact_names)
+    msg.contact = sample.contact.tolist()
+    msg.imu_names = list(sample.imu_names)
+    msg.imu_linear_acc = [_vector3(a) for a in sample.imu_linear_acc]
+    msg.imu_angular_vel = [_vector3(w) for w in sample.imu_angular_vel]
+    msg.imu_orientation = [_quaternion(q) for q in sample.imu_orientation_xyzw]
+    msg.base_estimate_valid = bool(sample.base_estimate_valid)
+    p = sample.base_position
+    msg.base_pose = Pose(position=Point(x=float(p[0]), y=float(p[1]), z=float(p[2])),
+                         orientation=_quaternion(sample.base_orientation_xyzw))
+    msg.base_twist = Twist(linear=_vector3(sample.base_linear_velocity),
+                           angular=_vector3(sample.base_angular_velocity))
+    return msg
+
+
+def _initialise_empty_lists(node: Node, names: Sequence[str]) -> None:
+    """Give the empty-list parameters nobody set an empty value (rclpy declares them uninitialised)."""
+    for name in names:
+        try:
+            node.get_parameter(name)
+        except ParameterUninitializedException:
+            node.set_parameters([Parameter(name, Parameter.Type.STRING_ARRAY, [])])
+
+
+class SimNode(Node):
+    """Step a simulated robot on a wall timer and publish its sensor data with simulated stamps."""
+
+    def __init__(self, params: Optional[SimNodeParameters] = None, **kwargs) -> None:
+        """Create the node and its simulator.
+
+        Args:
+            params: Parameters; None reads them from the node's ROS parameters.
+            **kwargs: Passed to ``Node.__init__`` (``parameter_overrides``, ``context``).
+
+        Raises:
+            ConfigError, ParameterError, ModelError: Invalid parameters or robot.
+        """
+        super().__init__("sim", **node_options(), **kwargs)
+        if params is None:
+            declared = DataclassParameters(self, SimNodeParameters)
+            _initialise_empty_lists(self, declared.names)
+            params = declared.read()
+        self.params = params
+        self.backend = params.make_backend()
+        names = params.command_joint_names or self.backend.joint_names
+        unknown = [n for n in names if n not in self.backend.joint_names]
+        if unknown:
+            raise ConfigError(f"unknown joints {unknown}; joints: {list(self.backend.joint_names)}",
+                              "command_joint_names")
+        self._command_names = tuple(names)
+        self._period_ns = round(self.backend.hardware_period * 1e9)
+        self._start_ns = self.get_clock().now().nanoseconds
+        self.rejected_commands = 0
+        self._unlogged = 0
+        self._fallen: Optional[bool] = None
+        reliable = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
+                              reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+        latched = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self._sensor_pub = self.create_publisher(SensorState, params.sensor_topic, reliable)
+        self._fall_pub = self.create_publisher(Bool, params.fall_topic, latched)
+        self._trajectory_sub = self.create_subscription(
+            JointTrajectory, params.trajectory_topic, self._on_trajectory, reliable)
+        self._commands_sub = self.create_subscription(
+            Float64MultiArray, params.commands_topic, self._on_commands, reliable)
+        self._publish_fall(self.backend.state.fallen)
+        wall_period = self.backend.hardware_period / params.real_time_factor
+        self._timer = self.create_timer(wall_period, self._on_timer)
+        self.get_logger().info(
+            f"{params.backend} simulator of {len(self.backend.joint_names)} joints, period "
+            f"{self.backend.hardware_period} s, real-time factor {params.real_time_factor}; publishing "
+            f"'{self._sensor_pub.topic_name}', commands on '{self._trajectory_sub.topic_name}' and "
+            f"'{self._commands_sub.topic_name}'")
+
+    def sim_time_of(self, stamp_ns: int) -> float:
+        """Simulated time [s] of a ROS stamp [ns] on the sensor clock."""
+        return (int(stamp_ns) - self._start_ns) / 1e9
+
+    def stamp_ns(self, step: int) -> int:
+        """Stamp [ns] of hardware step ``step``."""
+        return self._start_ns + step * self._period_ns
+
+    def _on_timer(self) -> None:
+        state = self.backend.step()
+        stamp_ns = self.stamp_ns(state.step_count)
+        sample = self.backend.sensor_sample()
+        self._sensor_pub.publish(sensor_state_msg(sample, stamp_ns, self.params.frame_id))
+        if state.fallen != self._fallen:
+            self._publish_fall(state.fallen)
+
+    def _publish_fall(self, fallen: bool) -> None:
+        self._fallen = bool(fallen)
+        self._fall_pub.publish(Bool(data=self._fallen))
+        if fallen:
+            self.get_logger().error(f"the robot fell at t = {self.backend.time:.3f} s")
+
+    def _on_trajectory(self, msg: JointTrajectory) -> None:
+        try:
+            stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+            points = msg.points
+            times = tuple(p.time_from_start.sec + p.time_from_start.nanosec * 1e-9 for p in points)
+            velocities = [list(p.velocities) for p in points]
+            command = JointTrajectoryCommand(
+                joint_names=tuple(msg.joint_names),
+                times_from_stamp=times,
+                positions=[list(p.positions) for p in points],
+                stamp=None if stamp_ns == 0 else self.sim_time_of(stamp_ns),
+                velocities=velocities if all(len(v) == len(msg.joint_names) for v in velocities) else None,
+            )
+            self.backend.set_trajectory(command)
+        except WalkMpcError as exc:
+            self._reject("joint_trajectory", exc)
+
+    def _on_commands(self, msg: Float64MultiArray) -> None:
+        try:
+            if len(msg.data) != len(self._command_names):
+                raise InputError("data", f"{len(msg.data)} positions",
+                                 f"{len(self._command_names)}, one per joint of {list(self._command_names)}")
+            self.backend.set_command(self._command_names, list(msg.data))
+        except WalkMpcError as exc:
+            self._reject("joint_commands", exc)
+
+    def _reject(self, topic: str, exc: Exception) -> None:
+        self.rejected_commands += 1
+        more = f" ({self._unlogged} more rejected since the previous warning)" if self._unlogged else ""
+        if self.get_logger().warning(f"{topic} command rejected: {exc}{more}",
+                                     throttle_duration_sec=WARNING_PERIOD):
+            self._unlogged = 0
+        else:
+            self._unlogged += 1
+
+
+NODE_CLASS = SimNode
+
+
+def main(args: Optional[Sequence[str]] = None) -> int:
+    """Run the sim node until shutdown; exit code 2 on a configuration error."""
+    return run(lambda: SimNode(), args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
