@@ -1,0 +1,560 @@
+"""ROS 2 node ``ik``: two whole-body IK solutions per control period (seed 001), joint commands, gestures.
+
+Topics (relative names, QoS reliable depth 10 unless said):
+
+* subscribes ``walk/plan`` (``FootstepPlan``, reliable + transient local, depth 1): the gait timeline,
+  ``t = 0`` at the plan's stamp (biped robots only; a quadruped ignores plans and stands);
+* subscribes ``mpc/com_reference`` (``ComReference``): each one is a control tick. With
+  ``time_from_stamp = [T, 2T]`` and the CoM references at those instants, the node builds the IK
+  targets of both instants (:func:`~walk_mpc.core.walk_targets.walk_targets` while a walk is in
+  progress, the standing targets under gestures otherwise), solves them with
+  :meth:`~walk_mpc.core.ik.IKSolver.solve_two` (the first from the model configuration, the second
+  from the first) and publishes:
+
+  - ``joint_trajectory`` (``trajectory_msgs/JointTrajectory``): ``header.stamp`` = the reference's
+    stamp, ``joint_names``, two points at ``time_from_start`` T and 2T with positions and velocities
+    (point 1: central difference ``(q2 - q0) / 2T`` with ``q0`` the previous command; point 2:
+    backward difference ``(q2 - q1) / T``), as ros2_control's JointTrajectoryController takes it;
+  - ``joint_commands`` (``std_msgs/Float64MultiArray``): positions of the first point
+    (forward_command_controller style), in the order of ``joint_names``;
+  - ``joint_states`` (``sensor_msgs/JointState``, if ``publish_joint_states``): the first point,
+    stamped at the reference's stamp + T (the instant it is to be reached);
+  - ``ik/timing`` (``TickTiming``): ``solve_time`` of both solutions, ``tick_time`` of the
+    callback, ``status`` (:data:`STATUS_OK` or one of the failure codes below);
+
+* subscribes ``sensor_state`` (``SensorState``): the measured joint angles (and the base pose when
+  ``base_estimate_valid``). They initialise the IK's model configuration, and at each support change
+  of the walk (the set of stance feet differs from the previous tick's, seed 001) the model's joint
+  angles (and base, when estimated) are re-synchronised with the latest measurement before solving.
+
+Start-up: the node publishes nothing until it has a measured state or a CoM reference. The first of
+them initialises the model: the measured configuration, or ``RobotModel.reference_configuration()``
+when a reference comes first. While no ComReference has arrived for ``reference_timeout`` of sensor
+time (e.g. before the MPC starts, or on a quadruped without MPC), each SensorState at least
+``control_period`` after the previous tick is a standing tick: the standing targets under gestures
+with the body position held instead of a CoM (so the initial posture is held exactly); during a walk
+such a tick holds the last command instead (:data:`STATUS_REFERENCE_STALE`).
+
+Failures never publish a jump: a reference with NaN/inf or malformed arrays
+(:data:`STATUS_BAD_REFERENCE`), a reference for another plan than the node's
+(:data:`STATUS_PLAN_MISMATCH`), targets that cannot be built (:data:`STATUS_TARGETS_ERROR`) or a solve
+that does not converge (:data:`STATUS_IK_FAILED`) republish the last command (both trajectory points at
+its positions, zero velocities), report the status on ``ik/timing`` and log a throttled warning. The
+model configuration stays the last command's.
+
+Services (seed 003, legs = the robot's foot frames in model order: Talos left, right; solo12 FL, FR,
+HL, HR):
+
+* ``ik/exec_gesture`` (``ExecGesture``): applies a gesture to the legs with effect; with friction and at
+  least ``gesture.min_support_legs`` of them in contact (all feet are in contact while standing) the
+  body moves by the inverse transform (``body_moved``) and the feet stay. Effective at the next tick.
+  Refused while a walk is in progress, before the node has a state, and for an unknown dof or a
+  non-finite value (``success = false`` with the reason).
+* ``ik/set_gesture_effect`` (``SetGestureEffect``): selects whether a leg (index) follows gestures;
+  unknown leg -> ``success = false`` listing the legs. The selection survives walks.
+
+Gesture moves are relative to the current standing stance: a new plan (walk or stand) resets the
+standing targets to the plan's feet (bipeds) and the current body, dropping earlier gesture moves.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+import time
+from typing import Optional, Sequence
+
+import numpy as np
+from builtin_interfaces.msg import Duration, Time
+from rclpy.exceptions import ParameterUninitializedException
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from walk_mpc.core.errors import InputError, JointNotFound, ParameterError, WalkMpcError
+from walk_mpc.core.gesture import GestureController, GestureDof
+from walk_mpc.core.ik import IKResult, IKSolver, IKTargets
+from walk_mpc.core.params import check_positive
+from walk_mpc.core.robot import RobotModel
+from walk_mpc.core.timeline import Timeline
+from walk_mpc.core.walk_targets import StandingTargets, pose_matrix, walk_targets, yaw_free
+from walk_mpc.msg import ComReference, FootstepPlan, SensorState, TickTiming
+from walk_mpc.nodes._common import DataclassParameters, node_options, run
+from walk_mpc.nodes.conversions import sensor_base_pose, sensor_joint_positions, timeline_from_msg
+from walk_mpc.srv import ExecGesture, SetGestureEffect
+
+#: ``TickTiming.status`` values of ``ik/timing``.
+STATUS_OK = 0
+STATUS_IK_FAILED = 1  # a solve did not converge: last command held
+STATUS_BAD_REFERENCE = 2  # NaN/inf or malformed ComReference: last command held
+STATUS_TARGETS_ERROR = 3  # targets could not be built (e.g. plan unusable): last command held
+STATUS_REFERENCE_STALE = 4  # walking but no ComReference for reference_timeout: last command held
+STATUS_PLAN_MISMATCH = 5  # ComReference.plan_id is not the node's plan: last command held
+
+WARNING_PERIOD = 1.0  # [s] minimum interval between two warnings of the same kind
+
+_TOPICS = ("plan_topic", "reference_topic", "sensor_topic", "trajectory_topic", "commands_topic",
+           "joint_states_topic", "timing_topic")
+
+
+@dataclasses.dataclass(frozen=True)
+class IKNodeParameters:
+    """Parameters of the ik node.
+
+    Attributes:
+        robot: Robot model.
+        solver: IK solver.
+        gesture: Gesture controller (standing).
+        joint_names: Joints of the commands, in order (empty = every actuated joint in model order).
+        control_period: Control period T [s] (trajectory times of holds and sensor-driven ticks).
+        reference_timeout: Sensor time without ComReference after which SensorState drives the
+            ticks [s].
+        publish_joint_states: Whether to publish ``joint_states``.
+        plan_topic: FootstepPlan input.
+        reference_topic: ComReference input.
+        sensor_topic: SensorState input.
+        trajectory_topic: JointTrajectory output.
+        commands_topic: Float64MultiArray output.
+        joint_states_topic: JointState output.
+        timing_topic: TickTiming output.
+    """
+
+    robot: RobotModel.Parameters = dataclasses.field(default_factory=RobotModel.Parameters)
+    solver: IKSolver.Parameters = dataclasses.field(default_factory=IKSolver.Parameters)
+    gesture: GestureController.Parameters = dataclasses.field(default_factory=GestureController.Parameters)
+    joint_names: tuple[str, ...] = ()
+    control_period: float = 0.02
+    reference_timeout: float = 0.1
+    publish_joint_states: bool = True
+    plan_topic: str = "walk/plan"
+    reference_topic: str = "mpc/com_reference"
+    sensor_topic: str = "sensor_state"
+    trajectory_topic: str = "joint_trajectory"
+    commands_topic: str = "joint_commands"
+    joint_states_topic: str = "joint_states"
+    timing_topic: str = "ik/timing"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "joint_names", tuple(self.joint_names))
+        if len(set(self.joint_names)) != len(self.joint_names):
+            raise ParameterError("joint_names", self.joint_names, "distinct joint names")
+        check_positive("control_period", self.control_period)
+        check_positive("reference_timeout", self.reference_timeout)
+        if not isinstance(self.publish_joint_states, bool):
+            raise ParameterError("publish_joint_states", self.publish_joint_states, "true or false")
+        for field in _TOPICS:
+            value = getattr(self, field)
+            if not isinstance(value, str) or not value:
+                raise ParameterError(field, value, "a topic name")
+
+
+def stamp_ns(stamp) -> int:
+    """Integer nanoseconds of a builtin_interfaces Time."""
+    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
+
+
+def duration_msg(seconds: float) -> Duration:
+    """Duration message of ``seconds`` >= 0."""
+    total = int(round(seconds * 1e9))
+    return Duration(sec=total // 1_000_000_000, nanosec=total % 1_000_000_000)
+
+
+def time_msg(ns: int) -> Time:
+    """builtin_interfaces Time of integer nanoseconds."""
+    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+
+
+def read_parameters(node: Node) -> IKNodeParameters:
+    """IKNodeParameters from the node's ROS parameters (declared from the dataclass).
+
+    Fields whose default is an empty list (``joint_names``, ``robot.leg_frames``, ...) are declared by
+    :class:`DataclassParameters` without a value; those not overridden are set to an empty list here so
+    that reading them gives the default.
+    """
+    declared = DataclassParameters(node, IKNodeParameters)
+    for name in declared.names:
+        try:
+            node.get_parameter(name)
+        except ParameterUninitializedException:
+            node.set_parameters([Parameter(name, Parameter.Type.STRING_ARRAY, [])])
+    return declared.read()
+
+
+class _Hold(Exception):
+    """A tick that holds the last command (internal): status code and reason."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+
+
+class IKNode(Node):
+    """Whole-body IK of the walk_mpc graph: ComReference + plan -> two joint postures per control period."""
+
+    def __init__(self, params: Optional[IKNodeParameters] = None, **kwargs) -> None:
+        """Create the node.
+
+        Args:
+            params: Parameters; None reads them from the node's ROS parameters.
+            **kwargs: ``Node`` keyword arguments (``parameter_overrides``, ``context``).
+
+        Raises:
+            ConfigError, ParameterError, ModelError, JointNotFound: Invalid configuration.
+        """
+        super().__init__("ik", **node_options(), **kwargs)
+        if params is None:
+            params = read_parameters(self)
+        self.params = params
+        self.robot = RobotModel(params.robot)
+        self.solver = IKSolver(self.robot, params.solver)
+        self.joint_names = params.joint_names or self.robot.joint_names
+        index = {name: i for i, name in enumerate(self.robot.joint_names)}
+        for name in self.joint_names:
+            if name not in index:
+                raise JointNotFound(name, self.robot.joint_names)
+        self._model_joints = frozenset(self.robot.joint_names)
+        self._command_index = np.array([index[name] for name in self.joint_names], dtype=int)
+        reference = self.robot.reference_configuration()
+        self._torso_tilt = yaw_free(self.robot.frame_pose(reference, self.robot.torso_frame)[1])
+        self._period_ns = int(round(params.control_period * 1e9))
+        self._timeout_ns = int(round(params.reference_timeout * 1e9))
+
+        self._q: Optional[np.ndarray] = None  # model configuration: the posture commanded for now
+        self._command: Optional[np.ndarray] = None  # last commanded positions (joint_names order)
+        self._measured_joints: Optional[dict[str, float]] = None
+        self._measured_base = None
+        self._timeline: Optional[Timeline] = None
+        self._plan_id: Optional[int] = None
+        self._plan_walking = False
+        self._plan_stamp_ns = 0
+        self._standing: Optional[StandingTargets] = None
+        self._effects = dict.fromkeys(self.robot.foot_frames, True)
+        self._stance: Optional[tuple] = None
+        self._last_tick_ns: Optional[int] = None
+        self._last_reference_ns: Optional[int] = None
+        self.resyncs = 0
+
+        p = params
+        reliable = ReliabilityPolicy.RELIABLE
+        qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=reliable,
+                         durability=DurabilityPolicy.VOLATILE)
+        plan_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=reliable,
+                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self._trajectory_pub = self.create_publisher(JointTrajectory, p.trajectory_topic, qos)
+        self._commands_pub = self.create_publisher(Float64MultiArray, p.commands_topic, qos)
+        self._states_pub = (self.create_publisher(JointState, p.joint_states_topic, qos)
+                            if p.publish_joint_states else None)
+        self._timing_pub = self.create_publisher(TickTiming, p.timing_topic, qos)
+        self.create_subscription(FootstepPlan, p.plan_topic, self._on_plan, plan_qos)
+        self.create_subscription(ComReference, p.reference_topic, self._on_reference, qos)
+        self.create_subscription(SensorState, p.sensor_topic, self._on_sensor_state, qos)
+        self.create_service(ExecGesture, "ik/exec_gesture", self._on_exec_gesture)
+        self.create_service(SetGestureEffect, "ik/set_gesture_effect", self._on_set_gesture_effect)
+        self.get_logger().info(
+            f"IK of '{self.robot.name}' ({len(self.joint_names)} joints, "
+            f"legs {list(self.robot.foot_frames)}), "
+            f"control period {p.control_period} s; waiting for '{p.sensor_topic}' or '{p.reference_topic}'"
+        )
+
+    # ------------------------------------------------------------------ state
+    @property
+    def initialised(self) -> bool:
+        """Whether the model configuration exists (a measured state or a reference arrived)."""
+        return self._q is not None
+
+    @property
+    def configuration(self) -> Optional[np.ndarray]:
+        """Model configuration (the posture commanded for now), or None before initialisation."""
+        return None if self._q is None else self._q.copy()
+
+    def _initialise(self) -> None:
+        if self._q is not None:
+            return
+        q = self.robot.reference_configuration()
+        if self._measured_joints is not None:
+            q = self._measured_configuration(q)
+            source = "the measured configuration"
+        else:
+            source = "the reference posture"
+        self._q = q
+        self._command = self._positions(q)
+        self.get_logger().info(f"model initialised from {source}")
+
+    def _measured_configuration(self, default: np.ndarray) -> np.ndarray:
+        if self._measured_base is None:
+            base_position, base_quaternion = default[0:3], default[3:7]
+        else:
+            base_position, base_quaternion = self._measured_base
+        return self.robot.configuration_from_joints(self._measured_joints, base_position, base_quaternion,
+                                                    default=default)
+
+    def _positions(self, q: np.ndarray) -> np.ndarray:
+        return self.robot.actuated_positions(q)[self._command_index]
+
+    def _plan_time(self, ns: int) -> Optional[float]:
+        """Time [s] of the timeline at stamp ``ns``, or None without a plan."""
+        if self._timeline is None:
+            return None
+        return (ns - self._plan_stamp_ns) * 1e-9
+
+    def _walking_at(self, t: Optional[float]) -> bool:
+        """Whether a walk is in progress at plan time ``t`` (unknown time: while the plan walks)."""
+        if self._timeline is None or not self._plan_walking:
+            return False
+        return t is None or t < self._timeline.t_end
+
+    def walking(self) -> bool:
+        """Whether a walk is in progress at the last tick."""
+        last = self._last_tick_ns
+        return self._walking_at(None if last is None else self._plan_time(last))
+
+    def _standing_targets(self) -> StandingTargets:
+        if self._standing is None:
+            planned = None
+            if self._timeline is not None and self.robot.is_biped:
+                final = self._timeline.phases[-1]
+                planned = {self.robot.left_foot_frame: pose_matrix(final.left.position, final.left.yaw),
+                           self.robot.right_foot_frame: pose_matrix(final.right.position, final.right.yaw)}
+            self._standing = StandingTargets.from_configuration(self.robot, self._q, self.params.gesture,
+                                                                foot_poses=planned)
+            for leg, effect in self._effects.items():
+                self._standing.gestures.set_gesture_effect(leg, effect)
+        return self._standing
+
+    # ------------------------------------------------------------------ inputs
+    def _on_plan(self, msg: FootstepPlan) -> None:
+        if not self.robot.is_biped:
+            self.get_logger().warning(
+                f"plan {msg.plan_id} ignored: '{self.robot.name}' is not a biped (no left/right sole frames)",
+                throttle_duration_sec=WARNING_PERIOD)
+            return
+        try:
+            timeline = timeline_from_msg(msg)
+        except WalkMpcError as exc:
+            self.get_logger().error(f"plan {msg.plan_id} rejected, keeping the previous one: {exc}")
+            return
+        changed = msg.plan_id != self._plan_id
+        self._timeline = timeline
+        self._plan_id = int(msg.plan_id)
+        self._plan_walking = bool(msg.walking)
+        self._plan_stamp_ns = stamp_ns(msg.header.stamp)
+        if changed:
+            self._standing = None  # rebuilt from this plan's feet when standing
+        self.get_logger().info(
+            f"plan {msg.plan_id}: {'walk' if msg.walking else 'stand'}, {len(msg.steps)} steps, "
+            f"t_end {timeline.t_end:.3f} s")
+
+    def _on_sensor_state(self, msg: SensorState) -> None:
+        try:
+            joints = sensor_joint_positions(msg)
+            joints = {name: value for name, value in joints.items() if name in self._model_joints}
+            for name, value in joints.items():
+                if not math.isfinite(value):
+                    raise InputError(f"joint_pos[{name!r}]", value, "a finite angle")
+            base = sensor_base_pose(msg)
+            if base is not None:
+                position, quaternion = base
+                if not (np.all(np.isfinite(position)) and np.all(np.isfinite(quaternion))
+                        and np.linalg.norm(quaternion) > 1e-9):
+                    raise InputError("base_pose", base, "a finite pose with a nonzero quaternion")
+        except WalkMpcError as exc:
+            self.get_logger().warning(f"sensor state rejected: {exc}", throttle_duration_sec=WARNING_PERIOD)
+            return
+        self._measured_joints = joints
+        self._measured_base = base
+        self._initialise()
+        now = stamp_ns(msg.header.stamp)
+        stale = self._last_reference_ns is None or now - self._last_reference_ns >= self._timeout_ns
+        due = self._last_tick_ns is None or now - self._last_tick_ns >= self._period_ns * 99 // 100
+        if stale and due:
+            self._sensor_tick(now)
+
+    def _on_reference(self, msg: ComReference) -> None:
+        start = time.perf_counter()
+        now = stamp_ns(msg.header.stamp)
+        self._initialise()
+        try:
+            times, coms = self._parse_reference(msg)
+            self._last_reference_ns = now
+            if self._timeline is not None and msg.plan_id != self._plan_id:
+                raise _Hold(STATUS_PLAN_MISMATCH,
+                            f"reference for plan {msg.plan_id} but the node has plan {self._plan_id}")
+            self._tick(now, times, coms, start)
+        except _Hold as hold:
+            self._hold(now, hold.status, str(hold), start)
+
+    def _parse_reference(self, msg: ComReference) -> tuple[list[float], list[np.ndarray]]:
+        """The first two (time [s], CoM [m]) of a reference, validated; raises _Hold otherwise."""
+        times = [float(v) for v in msg.time_from_stamp]
+        coms = [np.array([p.x, p.y, p.z], dtype=float) for p in msg.com_position]
+        if len(times) < 2 or len(coms) != len(times):
+            raise _Hold(STATUS_BAD_REFERENCE, f"reference has {len(times)} times and {len(coms)} CoM "
+                        "positions; expected 2 (T, 2T) of each")
+        times, coms = times[:2], coms[:2]
+        if not all(math.isfinite(v) for v in times) or not all(np.all(np.isfinite(c)) for c in coms):
+            raise _Hold(STATUS_BAD_REFERENCE, f"reference with NaN/inf rejected: times {times}, "
+                        f"CoM {[c.tolist() for c in coms]}")
+        if not 0.0 < times[0] < times[1]:
+            raise _Hold(STATUS_BAD_REFERENCE, f"reference times {times} are not 0 < T < 2T")
+        return times, coms
+
+    # ------------------------------------------------------------------ ticks
+    def _sensor_tick(self, now: int) -> None:
+        start = time.perf_counter()
+        t = self._plan_time(now)
+        times = [self.params.control_period, 2.0 * self.params.control_period]
+        try:
+            if self._walking_at(t):
+                raise _Hold(STATUS_REFERENCE_STALE, f"no '{self.params.reference_topic}' for "
+                            f"{self.params.reference_timeout} s during a walk")
+            self._tick(now, times, [None, None], start)
+        except _Hold as hold:
+            self._hold(now, hold.status, str(hold), start)
+
+    def _tick(self, now: int, times: list[float], coms: list, start: float) -> None:
+        """Targets at now + T and now + 2T, two solutions, publication; raises _Hold on failure."""
+        t = self._plan_time(now)
+        walking = self._walking_at(t)
+        try:
+            if walking:
+                self._standing = None
+                targets = [walk_targets(self._timeline, t + dt, com, self._torso_tilt)
+                           for dt, com in zip(times, coms)]
+                stance = tuple(sorted(int(foot) for foot in self._timeline.phase_at(t).stance_feet))
+            else:
+                standing = self._standing_targets()
+                targets = [standing.targets(com_position=com) for com in coms]
+                stance = tuple(range(len(self.robot.foot_frames)))  # every foot on the ground
+        except WalkMpcError as exc:
+            raise _Hold(STATUS_TARGETS_ERROR, f"cannot build the IK targets: {exc}") from None
+        q_init = self._q
+        if self._stance is not None and stance != self._stance and self._measured_joints is not None:
+            q_init = self._measured_configuration(self._q)  # support change: re-synchronise (seed 001)
+            self.resyncs += 1
+        self._stance = stance
+        first, second = self._solve(targets, q_init)
+        positions = [self._positions(first.q), self._positions(second.q)]
+        previous = self._command
+        velocities = [(positions[1] - previous) / times[1],
+                      (positions[1] - positions[0]) / (times[1] - times[0])]
+        self._q = np.array(first.q)
+        self._command = positions[0]
+        self._last_tick_ns = now
+        self._publish(now, times, positions, velocities)
+        self._publish_timing(now, STATUS_OK, first.solve_time + second.solve_time, start)
+
+    def _solve(self, targets: list[IKTargets], q_init: np.ndarray) -> tuple[IKResult, IKResult]:
+        try:
+            first, second = self.solver.solve_two(targets[0], targets[1], q_init)
+        except WalkMpcError as exc:
+            raise _Hold(STATUS_TARGETS_ERROR, f"IK rejected its inputs: {exc}") from None
+        for which, result in (("T", first), ("2T", second)):
+            if not result.success:
+                worst = max(result.residuals.items(), key=lambda item: item[1], default=("", 0.0))
+                raise _Hold(STATUS_IK_FAILED,
+                            f"IK solution at {which} failed ({result.message}, {result.iterations} "
+                            f"iterations, largest residual {worst[0]} {worst[1]:.3g})")
+        return first, second
+
+    def _hold(self, now: int, status: int, reason: str, start: float) -> None:
+        """Republish the last command (no jump), report ``status`` and log ``reason`` (throttled)."""
+        self.get_logger().warning(f"holding the last command: {reason}", throttle_duration_sec=WARNING_PERIOD)
+        period = self.params.control_period
+        held = self._command
+        zero = np.zeros_like(held)
+        self._last_tick_ns = now
+        self._publish(now, [period, 2.0 * period], [held, held], [zero, zero])
+        self._publish_timing(now, status, 0.0, start)
+
+    # ------------------------------------------------------------------ outputs
+    def _publish(self, now: int, times, positions, velocities) -> None:
+        stamp = time_msg(now)
+        trajectory = JointTrajectory()
+        trajectory.header.stamp = stamp
+        trajectory.joint_names = list(self.joint_names)
+        trajectory.points = [
+            JointTrajectoryPoint(positions=p.tolist(), velocities=v.tolist(),
+                                 time_from_start=duration_msg(dt))
+            for dt, p, v in zip(times, positions, velocities)
+        ]
+        self._trajectory_pub.publish(trajectory)
+        self._commands_pub.publish(Float64MultiArray(data=positions[0].tolist()))
+        if self._states_pub is not None:
+            state = JointState()
+            state.header.stamp = time_msg(now + int(round(times[0] * 1e9)))
+            state.name = list(self.joint_names)
+            state.position = positions[0].tolist()
+            state.velocity = velocities[0].tolist()
+            self._states_pub.publish(state)
+
+    def _publish_timing(self, now: int, status: int, solve_time: float, start: float) -> None:
+        timing = TickTiming(component="ik", solve_time=float(solve_time), status=int(status))
+        timing.header.stamp = time_msg(now)
+        timing.tick_time = time.perf_counter() - start
+        self._timing_pub.publish(timing)
+
+    # ------------------------------------------------------------------ services
+    def _on_exec_gesture(self, request, response):
+        response.success, response.body_moved = False, False
+        if self.walking():
+            response.message = (f"refused: walk in progress (plan {self._plan_id}); "
+                                "gestures apply while standing")
+        elif not self.initialised:
+            response.message = (f"refused: no state yet (waiting for '{self.params.sensor_topic}' or "
+                                f"'{self.params.reference_topic}')")
+        else:
+            try:
+                dof = GestureDof(int(request.dof))
+            except ValueError:
+                dof = None
+                response.message = (f"unknown dof {request.dof}: expected one of "
+                                    f"{', '.join(f'{d.name}={int(d)}' for d in GestureDof)}")
+            if dof is not None:
+                try:
+                    result = self._standing_targets().gestures.exec_gesture(dof, request.value)
+                except WalkMpcError as exc:
+                    response.message = f"gesture {dof.name} {request.value} rejected: {exc}"
+                else:
+                    response.success, response.body_moved = True, bool(result.body_moved)
+                    body = "body moved by the inverse" if result.body_moved else "body stays"
+                    response.message = (f"{dof.name} {request.value:g} applied to legs "
+                                        f"{list(result.moved_legs)}; {body} "
+                                        f"({len(result.support_legs)} support legs)")
+        if response.success:
+            self.get_logger().info(f"exec_gesture: {response.message}")
+        else:
+            self.get_logger().warning(f"exec_gesture: {response.message}")
+        return response
+
+    def _on_set_gesture_effect(self, request, response):
+        legs = self.robot.foot_frames
+        if request.leg >= len(legs):
+            response.success = False
+            response.message = (f"unknown leg {request.leg}: legs are "
+                                f"{', '.join(f'{i}={name}' for i, name in enumerate(legs))}")
+            self.get_logger().warning(f"set_gesture_effect: {response.message}")
+            return response
+        name = legs[request.leg]
+        self._effects[name] = bool(request.effect)
+        if self._standing is not None:
+            self._standing.gestures.set_gesture_effect(name, bool(request.effect))
+        response.success = True
+        response.message = f"leg {request.leg} ({name}) gesture effect {'on' if request.effect else 'off'}"
+        self.get_logger().info(f"set_gesture_effect: {response.message}")
+        return response
+
+
+NODE_CLASS = IKNode
+
+
+def main(args: Optional[Sequence[str]] = None) -> int:
+    """Run the ik node until shutdown; exit code 2 on a configuration error."""
+    return run(lambda: IKNode(), args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
