@@ -55,7 +55,8 @@ def load_reference_walk(params: MpcParameters = SMPC_PARAMS) -> ReferenceWalk:
     dt_ms = round(params.sampling_period * 1000)
     for g in range(count):
         t_ms = g * dt_ms
-        row = next(r for r in rows if int(r["start_ms"]) <= t_ms < int(r["start_ms"]) + int(r["duration_ms"]))
+        active = (r for r in rows if int(r["start_ms"]) <= t_ms < int(r["start_ms"]) + int(r["duration_ms"]))
+        row = next(active, rows[-1])  # past the sequence (longer horizons): keep the final double support
         x, y, a = float(row["x"]), float(row["y"]), float(row["angle_rad"])
         c, s = math.cos(a), math.sin(a)
         local = np.array([c * x + s * y, -s * x + c * y])

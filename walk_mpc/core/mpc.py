@@ -188,7 +188,7 @@ class Plan:
 
     @classmethod
     def _unchecked(cls, status, t_start, durations, initial_state, arrays, solve_time, iterations,
-                   is_fallback, backend) -> "Plan":
+                   is_fallback, backend) -> Plan:
         """Hot-path constructor for the solver (fields already validated and read-only)."""
         plan = object.__new__(cls)
         jerk, pos, vel, acc, zmp = arrays
@@ -321,7 +321,8 @@ class CondensedLipm:
             + w.acceleration * self.ua.T @ self.ua + w.jerk * np.eye(n)
         )
         self.hessian = 0.5 * (self.hessian + self.hessian.T)
-        self.gx = w.zmp * self.uz.T @ self.pz + w.velocity * self.uv.T @ self.pv + w.acceleration * self.ua.T @ self.pa
+        self.gx = (w.zmp * self.uz.T @ self.pz + w.velocity * self.uv.T @ self.pv
+                   + w.acceleration * self.ua.T @ self.pa)
         #: Output map: rows (c, v, a, z) x N, columns (x0 (3), j (N)).
         self.outputs = np.block([
             [self.pc, self.uc], [self.pv, self.uv], [self.pa, self.ua], [self.pz, self.uz]])
@@ -351,7 +352,8 @@ class Mpc:
         ParameterError: On invalid parameters.
     """
 
-    def __init__(self, params: MpcParameters = MpcParameters(), first_interval: Optional[float] = None) -> None:
+    def __init__(self, params: MpcParameters = MpcParameters(),
+                 first_interval: Optional[float] = None) -> None:
         if not isinstance(params, MpcParameters):
             raise ParameterError("params", params, "an MpcParameters")
         first = params.sampling_period if first_interval is None else first_interval

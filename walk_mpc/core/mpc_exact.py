@@ -190,7 +190,8 @@ class ExactBackend:
         if math.isnan(self.zeros_out @ out.reshape(10 * n)):
             return PlanStatus.FAILED, None, iterations
         out.flags.writeable = False
-        return PlanStatus.SOLVED, (out[:n], out[n:2 * n], out[2 * n:3 * n], out[3 * n:4 * n], out[4 * n:]), iterations
+        arrays = (out[:n], out[n:2 * n], out[2 * n:3 * n], out[3 * n:4 * n], out[4 * n:])
+        return PlanStatus.SOLVED, arrays, iterations
 
 
 _STATUS = {1: PlanStatus.INFEASIBLE, 2: PlanStatus.FAILED}

@@ -18,12 +18,12 @@ DUAL_TOL = 1e-12
 
 
 @njit(cache=True, inline="always")
-def _mget(m, mw, coupled, k, l):
+def _mget(m, mw, coupled, k, j):
     if coupled:
-        return mw[k, l]
-    if (k & 1) != (l & 1):
+        return mw[k, j]
+    if (k & 1) != (j & 1):
         return 0.0
-    return m[k >> 1, l >> 1]
+    return m[k >> 1, j >> 1]
 
 
 @njit(cache=True)

@@ -80,7 +80,8 @@ class OsqpBackend:
                     for c in (0, 2):
                         col = 6 * i + 3 * axis + c
                         start, end = a_mat.indptr[col], a_mat.indptr[col + 1]
-                        k = start + int(np.nonzero(a_mat.indices[start:end] == zrow0 + 2 * i + out_axis)[0][0])
+                        hit = np.nonzero(a_mat.indices[start:end] == zrow0 + 2 * i + out_axis)[0][0]
+                        k = start + int(hit)
                         index.append(k)
         self.zmp_idx = np.array(index)
         self.a_mat = a_mat
@@ -170,7 +171,7 @@ class OsqpBackend:
         return PlanStatus.SOLVED, arrays, iterations
 
     def _store_warm_start(self, x: np.ndarray, y: np.ndarray) -> None:
-        n, ns = self.n, 6 * self.n
+        ns = 6 * self.n
         if not self.shift:
             self._x, self._y = x.copy(), y.copy()
             return

@@ -192,14 +192,13 @@ class Preview:
         n = durations.shape[0]
         if n < 1:
             raise ShapeError("durations", durations.shape, "(N,) with N >= 1")
-        if np.any(durations <= 0.0):
+        if durations[durations.argmin()] <= 0.0:
             raise InputError("durations", self.durations, "durations > 0 [s]")
-        for name, shape in (("angles", (n,)), ("lower", (n, 2)), ("upper", (n, 2)), ("zmp_ref", (n, 2))):
-            array = _array(name, getattr(self, name), len(shape))
-            if array.shape != shape:
-                raise ShapeError(name, array.shape, shape)
-            object.__setattr__(self, name, array)
-        object.__setattr__(self, "durations", durations)
+        setter = object.__setattr__
+        setter(self, "durations", durations)
+        setter(self, "angles", _array("angles", self.angles, 1, (n,)))
+        for name in ("lower", "upper", "zmp_ref"):
+            setter(self, name, _array(name, getattr(self, name), 2, (n, 2)))
         if not math.isfinite(self.t_start):
             raise InputError("t_start", self.t_start, "a finite time [s]")
 
@@ -248,19 +247,20 @@ class Preview:
         return np.max(np.maximum(local - self.upper, self.lower - local), axis=1).clip(min=0.0)
 
 
-def _array(name: str, value, ndim: int) -> np.ndarray:
+def _array(name: str, value, ndim: int, shape: Optional[Tuple[int, ...]] = None) -> np.ndarray:
+    """Read-only finite float array (shared if it already is one, else copied)."""
     if isinstance(value, np.ndarray) and value.dtype == np.float64 and not value.flags.writeable:
-        array = value  # already immutable: share it
+        array = value
     else:
         try:
             array = np.array(value, dtype=float)
         except (TypeError, ValueError):
             raise InputError(name, value, "an array of numbers") from None
-    if array.ndim != ndim:
-        raise ShapeError(name, array.shape, f"{ndim} dimension(s)")
-    if not np.all(np.isfinite(array)):
+        array.flags.writeable = False
+    if array.ndim != ndim or (shape is not None and array.shape != shape):
+        raise ShapeError(name, array.shape, shape if shape is not None else f"{ndim} dimension(s)")
+    if not math.isfinite(np.add.reduce(array, axis=None)):  # NaN/inf make the sum non-finite
         raise InputError(name, value, "finite values")
-    array.flags.writeable = False
     return array
 
 
