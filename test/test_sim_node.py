@@ -1,0 +1,131 @@
+"""The sim node in its own process: periodic SensorState stamps, model joint names, commands move joints."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+pytestmark = pytest.mark.ros
+
+PERIOD_NS = 10_000_000  # default hardware period [ns]
+
+
+class Probe:
+    """A test-process node subscribed to the sim's outputs and publishing its inputs."""
+
+    def __init__(self):
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+        from std_msgs.msg import Bool
+        from trajectory_msgs.msg import JointTrajectory
+
+        from walk_mpc.msg import SensorState
+
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node("sim_probe", context=self.context)
+        reliable = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
+                              reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+        latched = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.samples, self.falls = [], []
+        self.sensor_sub = self.node.create_subscription(SensorState, "sensor_state", self.samples.append,
+                                                        reliable)
+        self.fall_sub = self.node.create_subscription(Bool, "sim/fall", self.falls.append, latched)
+        self.trajectory_pub = self.node.create_publisher(JointTrajectory, "joint_trajectory", reliable)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+
+    def spin_until(self, condition, what, process, timeout=30.0):
+        deadline = time.monotonic() + timeout
+        while not condition():
+            if process.proc.poll() is not None:
+                pytest.fail(f"sim exited ({process.proc.returncode}) waiting for {what}:\n{process.output()}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"timeout waiting for {what}:\n{process.output()}")
+            self.executor.spin_once(timeout_sec=0.05)
+
+    def close(self):
+        import rclpy
+
+        self.executor.shutdown()
+        self.node.destroy_node()
+        rclpy.try_shutdown(context=self.context)
+
+
+@pytest.fixture
+def probe():
+    p = Probe()
+    yield p
+    p.close()
+
+
+def stamp_ns(msg):
+    return msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+
+
+def start_sim(start_node, probe, *args):
+    sim = start_node("sim", "--ros-args", *args)
+    probe.spin_until(lambda: probe.sensor_sub.get_publisher_count() >= 1
+                     and probe.trajectory_pub.get_subscription_count() >= 1, "the sim's endpoints", sim)
+    return sim
+
+
+def test_sensor_state_stamps_are_exactly_one_period_apart_with_the_model_joints(start_node, probe):
+    from walk_mpc.core.robot import RobotModel
+
+    sim = start_sim(start_node, probe)
+    probe.spin_until(lambda: len(probe.samples) >= 30 and probe.falls, "30 samples and the fall flag", sim)
+    stamps = [stamp_ns(m) for m in probe.samples]
+    assert all(b - a == PERIOD_NS for a, b in zip(stamps, stamps[1:]))
+    joints = RobotModel(RobotModel.Parameters(robot="talos_reduced")).joint_names
+    last = probe.samples[-1]
+    assert tuple(last.joint_names) == joints and tuple(last.motor_names) == joints
+    assert len(last.contact) == 8 and sum(last.contact) > 800.0  # Talos' weight on the soles
+    assert last.imu_linear_acc[0].z > 9.8 and last.base_estimate_valid
+    assert probe.falls[-1].data is False
+
+
+def test_joint_trajectory_moves_a_joint_and_unknown_joints_are_rejected(start_node, probe):
+    from builtin_interfaces.msg import Duration
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    sim = start_sim(start_node, probe, "-p", "real_time_factor:=2.0")
+    probe.spin_until(lambda: len(probe.samples) >= 2, "a first sample", sim)
+    name = "arm_left_4_joint"
+    index = list(probe.samples[-1].joint_names).index(name)
+    q0 = probe.samples[-1].joint_pos[index]
+
+    def command(names, positions):
+        msg = JointTrajectory(joint_names=names)
+        msg.points = [JointTrajectoryPoint(positions=positions, time_from_start=Duration(nanosec=20_000_000))]
+        probe.trajectory_pub.publish(msg)
+
+    command([name, "no_such_joint"], [q0 - 0.4, 0.0])  # rejected as a whole
+    command([name], [q0 - 0.4])
+    probe.spin_until(lambda: abs(probe.samples[-1].joint_pos[index] - (q0 - 0.4)) < 1e-3,
+                     "the joint to move", sim)
+    assert sim.proc.poll() is None
+    assert "no_such_joint" in sim.output()
+
+
+def test_missing_mujoco_backend_exits_with_a_configuration_error(start_node, probe):
+    import importlib.util
+
+    if importlib.util.find_spec("walk_mpc.core.sim.mujoco") is not None:
+        pytest.skip("the MuJoCo backend exists")
+    sim = start_node("sim", "--ros-args", "-p", "backend:=mujoco")
+    assert sim.proc.wait(timeout=30) == 2
+    assert "mujoco" in sim.output()
+
+
+def test_wheeled_robot_publishes_the_wheel_motors(start_node, probe):
+    sim = start_sim(start_node, probe, "-p", "robot_type:=wheeled")
+    probe.spin_until(lambda: len(probe.samples) >= 5, "5 samples", sim)
+    last = probe.samples[-1]
+    assert {"left_wheel", "right_wheel"} <= set(last.motor_names)
+    assert len(last.motor_torque) == len(last.motor_names) == len(last.motor_vel)
+    stamps = [stamp_ns(m) for m in probe.samples]
+    assert all(b - a == 1_000_000 for a, b in zip(stamps, stamps[1:]))
