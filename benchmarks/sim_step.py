@@ -32,8 +32,7 @@ def main() -> None:
         times.append(time.perf_counter() - t0)
     ms = np.array(times[100:]) * 1e3
     state = sim.state
-    print(f"kinematic plant, Talos ({len(sim.joint_names)} joints), {len(ms)} steps of {period * 1e3:.0f} ms:"
-          " "
+    print(f"kinematic plant, Talos ({len(sim.joint_names)} joints), {len(ms)} steps of {period:g} s: "
           f"median {np.median(ms):.3f} ms, p99 {np.percentile(ms, 99):.3f} ms "
           f"(zmp clips {state.zmp_clip_count}, contacts {state.in_contact})")
 
