@@ -296,19 +296,20 @@ def test_quadruped_holds_its_measured_posture_and_a_gesture_yaws_the_body_with_t
     assert not graph.set_effect(4, True).success
 
 
-def test_in_process_nothing_is_published_before_a_state_and_support_changes_resynchronise(talos):
+def test_in_process_nothing_before_a_state_resync_at_support_changes_holds_without_references(talos):
     import rclpy
 
     from walk_mpc.msg import ComReference, SensorState
     from walk_mpc.nodes.conversions import plan_to_msg, point, sensor_joint_positions
-    from walk_mpc.nodes.ik import IKNode, IKNodeParameters
+    from walk_mpc.nodes.ik import STATUS_REFERENCE_STALE, IKNode, IKNodeParameters
 
     context = rclpy.Context()
     rclpy.init(context=context)
     node = IKNode(IKNodeParameters(), context=context)
     try:
-        published = []
+        published, statuses = [], []
         node._commands_pub.publish = lambda msg: published.append(list(msg.data))
+        node._timing_pub.publish = lambda msg: statuses.append(msg.status)
         timeline = walk_timeline()
         node._on_plan(plan_to_msg(timeline, 1, True, stamp_of(PLAN_STAMP)))
         assert not node.initialised and node.configuration is None  # no state: nothing to command yet
@@ -328,8 +329,15 @@ def test_in_process_nothing_is_published_before_a_state_and_support_changes_resy
         np.testing.assert_allclose(node.configuration[7:], q_measured[7:])
         changes = 0
         stance = None
+        stale = None
         for k in range(int(round(timeline.t_end / T))):
             t = k * T
+            if stale is None and timeline.phase_at(t).swing_foot is Foot.RIGHT:
+                # the references stop mid-walk: a sensor sample past reference_timeout holds the command
+                stale = published[-1]
+                sensor.header.stamp = stamp_of(PLAN_STAMP + t + 0.1)
+                node._on_sensor_state(sensor)
+                assert published[-1] == stale and statuses[-1] == STATUS_REFERENCE_STALE
             now = timeline.phase_at(t).stance_feet
             changes += stance is not None and now != stance
             stance = now
@@ -339,7 +347,14 @@ def test_in_process_nothing_is_published_before_a_state_and_support_changes_resy
             node._on_reference(msg)
         assert changes == 4  # sway -> single -> double -> single -> double
         assert node.resyncs == changes
-        assert len(published) == int(round(timeline.t_end / T))
+        assert len(published) == int(round(timeline.t_end / T)) + 1
+        assert statuses.count(0) == len(statuses) - 1
+        # standing, references stopped: sensor-driven ticks hold the posture where it is (no jump)
+        last = published[-1]
+        sensor.header.stamp = stamp_of(PLAN_STAMP + timeline.t_end + 1.0)
+        node._on_sensor_state(sensor)
+        assert statuses[-1] == 0
+        np.testing.assert_allclose(published[-1], last, atol=1e-9)
     finally:
         node.destroy_node()
         rclpy.try_shutdown(context=context)

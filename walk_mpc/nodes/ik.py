@@ -32,8 +32,9 @@ them initialises the model: the measured configuration, or ``RobotModel.referenc
 when a reference comes first. While no ComReference has arrived for ``reference_timeout`` of sensor
 time (e.g. before the MPC starts, or on a quadruped without MPC), each SensorState at least
 ``control_period`` after the previous tick is a standing tick: the standing targets under gestures
-with the body position held instead of a CoM (so the initial posture is held exactly); during a walk
-such a tick holds the last command instead (:data:`STATUS_REFERENCE_STALE`).
+with the body position held instead of a CoM, restarting from the current posture when they take over
+from references (so the posture is held exactly, no jump); during a walk such a tick holds the last
+command instead (:data:`STATUS_REFERENCE_STALE`).
 
 Failures never publish a jump: a reference with NaN/inf or malformed arrays
 (:data:`STATUS_BAD_REFERENCE`), a reference for another plan than the node's
@@ -235,6 +236,7 @@ class IKNode(Node):
         self._effects = dict.fromkeys(self.robot.foot_frames, True)
         self._stance: Optional[tuple] = None
         self._last_tick_ns: Optional[int] = None
+        self._tick_source = ""  # "reference" or "sensor": what drove the last tick
         self._last_reference_ns: Optional[int] = None
         self.resyncs = 0
 
@@ -313,9 +315,14 @@ class IKNode(Node):
         return self._walking_at(None if last is None else self._plan_time(last))
 
     def _standing_targets(self) -> StandingTargets:
+        """Standing targets, built when missing from the model configuration (the current posture).
+
+        With CoM references (reference-driven ticks) a biped's feet are the plan's final feet; for
+        sensor-driven ticks, which hold the body where the posture has it, the feet are the posture's.
+        """
         if self._standing is None:
             planned = None
-            if self._timeline is not None and self.robot.is_biped:
+            if self._timeline is not None and self.robot.is_biped and self._tick_source != "sensor":
                 final = self._timeline.phases[-1]
                 planned = {self.robot.left_foot_frame: pose_matrix(final.left.position, final.left.yaw),
                            self.robot.right_foot_frame: pose_matrix(final.right.position, final.right.yaw)}
@@ -411,12 +418,21 @@ class IKNode(Node):
             if self._walking_at(t):
                 raise _Hold(STATUS_REFERENCE_STALE, f"no '{self.params.reference_topic}' for "
                             f"{self.params.reference_timeout} s during a walk")
-            self._tick(now, times, [None, None], start)
+            self._tick(now, times, [None, None], start, source="sensor")
         except _Hold as hold:
             self._hold(now, hold.status, str(hold), start)
 
-    def _tick(self, now: int, times: list[float], coms: list, start: float) -> None:
-        """Targets at now + T and now + 2T, two solutions, publication; raises _Hold on failure."""
+    def _tick(self, now: int, times: list[float], coms: list, start: float,
+              source: str = "reference") -> None:
+        """Targets at now + T and now + 2T, two solutions, publication; raises _Hold on failure.
+
+        Sensor-driven ticks (``coms`` None) hold the body frame instead of a CoM; when they take over
+        from reference-driven ticks the standing targets restart from the current posture, so the body
+        is held where it is (gestures so far are in that posture already).
+        """
+        if source == "sensor" and self._tick_source != "sensor":
+            self._standing = None
+        self._tick_source = source
         t = self._plan_time(now)
         walking = self._walking_at(t)
         try:
