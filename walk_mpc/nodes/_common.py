@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Sequence, TypeVar
 
 import rclpy
+from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -62,13 +63,12 @@ class DataclassParameters:
         self._prefix = prefix
         defaults = flatten(to_mapping(cls()), prefix)
         self.names = sorted(defaults)
+        # Dynamic typing: ROS would refuse `1` for a float parameter or infer a byte array for `[]`; the
+        # dataclass converts and validates types itself, with messages naming the parameter.
+        descriptor = ParameterDescriptor(dynamic_typing=True)
         for name, value in defaults.items():
-            if node.has_parameter(name):
-                continue
-            if isinstance(value, list) and not value:
-                node.declare_parameter(name, Parameter.Type.STRING_ARRAY)
-            else:
-                node.declare_parameter(name, value)
+            if not node.has_parameter(name):
+                node.declare_parameter(name, value, descriptor)
 
     def read(self) -> Any:
         """The dataclass built from the current parameter values.

@@ -29,9 +29,7 @@ import sys
 from typing import Optional, Sequence
 
 from geometry_msgs.msg import Point, Pose, Quaternion, Twist, Vector3
-from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Bool, Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
@@ -143,15 +141,6 @@ def sensor_state_msg(sample: SensorSample, stamp_ns: int, frame_id: str = "world
     return msg
 
 
-def _initialise_empty_lists(node: Node, names: Sequence[str]) -> None:
-    """Give the empty-list parameters nobody set an empty value (rclpy declares them uninitialised)."""
-    for name in names:
-        try:
-            node.get_parameter(name)
-        except ParameterUninitializedException:
-            node.set_parameters([Parameter(name, Parameter.Type.STRING_ARRAY, [])])
-
-
 class SimNode(Node):
     """Step a simulated robot on a wall timer and publish its sensor data with simulated stamps."""
 
@@ -167,9 +156,7 @@ class SimNode(Node):
         """
         super().__init__("sim", **node_options(), **kwargs)
         if params is None:
-            declared = DataclassParameters(self, SimNodeParameters)
-            _initialise_empty_lists(self, declared.names)
-            params = declared.read()
+            params = DataclassParameters(self, SimNodeParameters).read()
         self.params = params
         self.backend = params.make_backend()
         names = params.command_joint_names or self.backend.joint_names
