@@ -83,8 +83,9 @@ def test_plan_is_self_consistent_and_shifts_by_one_interval(walk):
     shifted = plan.shifted(mpc.model)
     assert shifted.status is PlanStatus.SHIFTED_PREVIOUS and shifted.is_fallback
     assert shifted.t_start == pytest.approx(plan.t_start + plan.durations[0])
-    np.testing.assert_array_equal(shifted.com_position[:-1], plan.com_position[1:])
+    np.testing.assert_allclose(shifted.com_position[:-1], plan.com_position[1:], atol=1e-12)
     np.testing.assert_array_equal(shifted.jerk[:-1], plan.jerk[1:])
+    np.testing.assert_array_equal(shifted.jerk[-1], 0.0)
     np.testing.assert_allclose(shifted.zmp, shifted.com_position - mpc.model.zeta * shifted.com_acceleration,
                                atol=1e-12)
 
@@ -100,7 +101,7 @@ def test_impossible_polygon_returns_infeasible_and_the_previous_plan_shifted(wal
     plan = mpc.solve(_state(plans[-1]), bad)
     assert plan.status is PlanStatus.INFEASIBLE and plan.is_fallback
     assert all(np.all(np.isfinite(a)) for a in (plan.jerk, plan.com_position, plan.zmp))
-    np.testing.assert_array_equal(plan.com_position[:-1], plans[-1].com_position[1:])
+    np.testing.assert_allclose(plan.com_position[:-1], plans[-1].com_position[1:], atol=1e-12)
     # The MPC recovers on the next feasible tick.
     assert mpc.solve(_state(plan), walk.preview(11)).status is PlanStatus.SOLVED
 
@@ -178,3 +179,18 @@ def test_parameters_round_trip_through_a_nested_mapping():
     mapping = to_mapping(params)
     assert mapping["weights"]["zmp"] == 1000.0
     assert from_mapping(MpcParameters, mapping) == params
+
+
+def test_failure_with_a_short_first_interval_resamples_the_previous_plan(monkeypatch):
+    timeline = walk_timeline("straight")
+    mpc = Mpc(MpcParameters(), first_interval=0.01)
+    builder = PreviewBuilder(timeline, SoleParameters(), 0.04, 40, first_interval=0.01)
+    good = mpc.solve(np.zeros((3, 2)), builder.build(0.0))
+    monkeypatch.setattr(mpc._backend, "solve", lambda *_: (PlanStatus.FAILED, None, 0))
+    first = mpc.solve(_state(good), builder.build(0.01))
+    second = mpc.solve(_state(first), builder.build(0.02))
+    for plan, t in ((first, 0.01), (second, 0.02)):
+        assert plan.is_fallback and plan.status is PlanStatus.FAILED
+        assert plan.t_start == pytest.approx(t)
+        for dt in (0.01, 0.02, 0.05, 0.3, 1.0):  # the previous prediction, exactly
+            np.testing.assert_allclose(plan.state_at(dt), good.state_at(t + dt), atol=1e-12)

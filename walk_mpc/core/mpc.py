@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import math
 import time
 from typing import Optional, Tuple
 
@@ -237,45 +236,46 @@ class Plan:
 
     def shifted(self, model: LipmModel, status: PlanStatus = PlanStatus.SHIFTED_PREVIOUS,
                 solve_time: float = 0.0) -> Plan:
-        """This plan advanced by its first interval; the appended last interval holds zero jerk.
+        """This plan advanced by its first interval (see :meth:`advanced`)."""
+        return self.advanced(float(self.durations[0]), model, status, solve_time)
+
+    def advanced(self, dt: float, model: LipmModel, status: PlanStatus = PlanStatus.SHIFTED_PREVIOUS,
+                 solve_time: float = 0.0) -> Plan:
+        """The same trajectory seen from ``t_start + dt`` (``0 <= dt <= horizon duration``).
+
+        The new plan starts with what remains of the interval containing ``t_start + dt``, keeps the
+        following intervals and jerks, and is padded at the end with intervals of the last duration
+        holding zero jerk, so it still has N intervals. Its predictions are this plan's (exact).
 
         Args:
-            model: The LIPM (for the ZMP of the appended interval).
+            dt: Time advance [s].
+            model: The LIPM (for the ZMP).
             status: Status of the new plan.
             solve_time: Solve time to report [s].
         """
         n = self.horizon
+        ends = np.cumsum(self.durations)
+        if not 0.0 <= dt <= ends[-1] + 1e-12:
+            raise ParameterError("dt", dt, f"a time advance in [0, {ends[-1]}] s")
+        k = min(int(np.searchsorted(ends, dt + 1e-12, side="right")), n)
         durations = np.empty(n)
-        durations[:-1] = self.durations[1:]
-        durations[-1] = self.durations[-1]
-        state = np.stack([self.com_position[0], self.com_velocity[0], self.com_acceleration[0]])
         jerk = np.zeros((n, 2))
-        jerk[:-1] = self.jerk[1:]
-        last = np.stack([self.com_position[-1], self.com_velocity[-1], self.com_acceleration[-1]])
-        last = integrate_state(last, np.zeros(2), float(durations[-1]))
-        zeta = model.zeta
-
-        def cat(a, b):
-            out = np.empty((n, 2))
-            out[:-1] = a[1:]
-            out[-1] = b
-            return _frozen(out)
-
-        return Plan(
-            status=status,
-            t_start=self.t_start + float(self.durations[0]),
-            durations=_frozen(durations),
-            initial_state=_frozen(state),
-            jerk=_frozen(jerk),
-            com_position=cat(self.com_position, last[0]),
-            com_velocity=cat(self.com_velocity, last[1]),
-            com_acceleration=cat(self.com_acceleration, last[2]),
-            zmp=cat(self.zmp, last[0] - zeta * last[2]),
-            solve_time=solve_time,
-            iterations=0,
-            is_fallback=True,
-            backend=self.backend,
-        )
+        rest = n - k
+        if rest:
+            durations[:rest] = self.durations[k:]
+            durations[0] = ends[k] - dt
+            jerk[:rest] = self.jerk[k:]
+        durations[rest:] = self.durations[-1]
+        state = self.state_at(dt)
+        initial = state.copy()
+        out = np.empty((4, n, 2))
+        for i in range(n):
+            state = integrate_state(state, jerk[i], float(durations[i]))
+            out[0, i], out[1, i], out[2, i] = state
+            out[3, i] = state[0] - model.zeta * state[2]
+        return Plan(status, self.t_start + dt, _frozen(durations), _frozen(initial), _frozen(jerk),
+                    _frozen(out[0]), _frozen(out[1]), _frozen(out[2]), _frozen(out[3]), solve_time, 0, True,
+                    self.backend)
 
 
 class CondensedLipm:
@@ -441,15 +441,18 @@ class Mpc:
         return plan
 
     def _fallback(self, status: PlanStatus, x0: np.ndarray, t_start: float, elapsed: float) -> Plan:
+        """The previous plan advanced to ``t_start`` (by one interval in the usual case, see
+        :meth:`Plan.advanced`), or a zero-jerk hold from ``x0`` when no previous plan covers it."""
         previous = self._previous
-        if previous is not None and math.isclose(previous.t_start + float(previous.durations[0]), t_start,
-                                                 abs_tol=1e-6):
-            plan = previous.shifted(self.model, status, elapsed)
-            return dataclasses.replace(plan, backend=self._backend_name)
+        if previous is not None:
+            dt = t_start - previous.t_start
+            if -1e-12 <= dt <= float(np.sum(previous.durations)):
+                plan = previous.advanced(max(dt, 0.0), self.model, status, elapsed)
+                return dataclasses.replace(plan, backend=self._backend_name)
         jerk = np.zeros((self.horizon, 2))
         pos, vel, acc, zmp = (np.ascontiguousarray(a) for a in self.condensed.trajectories(x0, jerk))
         return Plan(status, t_start, self.durations, _frozen(x0), _frozen(jerk), _frozen(pos), _frozen(vel),
-                    _frozen(acc), _frozen(zmp), elapsed, 0, True, self.params.backend)
+                    _frozen(acc), _frozen(zmp), elapsed, 0, True, self._backend_name)
 
 
 def _make_backend(name: str, mpc: Mpc):

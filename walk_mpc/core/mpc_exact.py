@@ -85,7 +85,19 @@ class ExactBackend:
             self.k_sides = np.zeros(2 * n)
             self.k_inv = np.zeros((2 * n + 1, 2 * n + 1))
             self.k_work = np.zeros((12, 2 * n + 1))
+            self._warm_up()
         self.reset()
+
+    def _warm_up(self) -> None:
+        """Compile (or load from numba's cache) the kernel now rather than at the first tick."""
+        n = self.n
+        frozen = np.zeros((n, 2))
+        frozen.flags.writeable = False
+        angles = np.zeros(n)
+        angles.flags.writeable = False
+        self.kernel(self.k_consts, self.k_dyn, self.zeta, np.zeros((3, 2)), frozen, frozen, frozen, angles,
+                    self.k_active, self.k_sides, 0, self.shift, self.max_iterations, self.mw, self.k_inv,
+                    self.k_work, np.empty((5 * n, 2)))
 
     @property
     def accelerated(self) -> bool:

@@ -248,8 +248,9 @@ class Preview:
 
 
 def _array(name: str, value, ndim: int, shape: Optional[Tuple[int, ...]] = None) -> np.ndarray:
-    """Read-only finite float array (shared if it already is one, else copied)."""
-    if isinstance(value, np.ndarray) and value.dtype == np.float64 and not value.flags.writeable:
+    """Read-only, C-contiguous finite float array (shared if it already is one, else copied)."""
+    if (isinstance(value, np.ndarray) and value.dtype == np.float64 and not value.flags.writeable
+            and value.flags.c_contiguous):
         array = value
     else:
         try:
