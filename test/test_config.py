@@ -1,0 +1,52 @@
+"""Every parameters file section is valid for its node, and the nodes declare exactly their dataclass fields."""
+
+import importlib
+from pathlib import Path
+
+import pytest
+
+from walk_mpc.core.params import flatten, from_mapping, load_yaml, to_mapping
+from walk_mpc.graph import load_graph
+
+pytestmark = pytest.mark.ros
+
+CONFIG = Path(__file__).resolve().parents[1] / "config"
+
+
+def _parameters_class(node_name):
+    module = importlib.import_module(f"walk_mpc.nodes.{node_name}")
+    classes = [v for k, v in vars(module).items() if k.endswith("NodeParameters") and isinstance(v, type)]
+    assert len(classes) == 1, f"walk_mpc.nodes.{node_name} should define one *NodeParameters dataclass"
+    return classes[0]
+
+
+def _sections():
+    graph = load_graph(CONFIG / "graph.yaml")
+    for robot in graph.robots:
+        path = graph.config_path(robot.name)
+        document = load_yaml(path)
+        for node in graph.select(robot.name, "kinematic"):
+            yield pytest.param(path, document, node.name, id=f"{path.name}:{node.name}")
+
+
+@pytest.mark.parametrize(("path", "document", "node_name"), list(_sections()))
+def test_config_section_builds_the_node_parameters(path, document, node_name):
+    assert node_name in document, f"{path.name} has no section for node '{node_name}'"
+    cls = _parameters_class(node_name)
+    section = document[node_name]["ros__parameters"]
+    from_mapping(cls, section, source=str(path))  # raises on unknown keys or invalid values
+
+
+@pytest.mark.parametrize(("path", "document", "node_name"), list(_sections()))
+def test_config_section_keys_are_declared_parameters(path, document, node_name):
+    cls = _parameters_class(node_name)
+    declared = set(flatten(to_mapping(cls())))
+    given = set(flatten(document[node_name]["ros__parameters"]))
+    assert given <= declared, f"undeclared keys {sorted(given - declared)}"
+
+
+def test_graph_nodes_expose_node_class_and_main():
+    for node in load_graph(CONFIG / "graph.yaml").nodes:
+        module = importlib.import_module(f"walk_mpc.nodes.{node.executable}")
+        assert callable(getattr(module, "main", None)), node.name
+        assert hasattr(module, "NODE_CLASS"), node.name
