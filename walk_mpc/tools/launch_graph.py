@@ -1,0 +1,148 @@
+"""Start the walk_mpc node graph as separate processes, like ``ros2 launch walk_mpc walk.launch.py``.
+
+For machines without the ros2 CLI (and for tests and the demo): the same config/graph.yaml and parameters
+file as launch/walk.launch.py, one process per node, output prefixed with the node name::
+
+    python -m walk_mpc.tools.launch_graph [--robot talos] [--sim kinematic|mujoco|none] [--config FILE]
+
+Ctrl-C stops every node. The exit code is non-zero when a node exits on its own with an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import IO, Dict, List, Optional, Sequence
+
+from walk_mpc.graph import load_graph
+
+
+class GraphProcesses:
+    """The graph's nodes as child processes.
+
+    Args:
+        robot: Robot name in config/graph.yaml.
+        sim: Simulator backend or 'none'.
+        config: Parameters file (default: the robot's).
+        log_dir: Write each node's output to ``<log_dir>/<node>.log`` (default: forward to our stdout with a
+            ``[node]`` prefix).
+        extra_args: Per node name, extra ``--ros-args`` items (e.g. ``["-p", "sensor_timeout:=0.5"]``).
+
+    Raises:
+        WalkMpcError: On an unknown robot or backend.
+    """
+
+    def __init__(self, robot: str = "talos", sim: str = "kinematic", config: Optional[str] = None,
+                 log_dir: Optional[os.PathLike] = None,
+                 extra_args: Optional[Dict[str, Sequence[str]]] = None) -> None:
+        graph = load_graph()
+        self.specs = graph.select(robot, sim)
+        self.params_file = graph.config_path(robot, config)
+        self.sim = sim
+        self.log_dir = Path(log_dir) if log_dir else None
+        self.extra_args = dict(extra_args or {})
+        self.processes: Dict[str, subprocess.Popen] = {}
+        self._logs: List[IO] = []
+        self._threads: List[threading.Thread] = []
+
+    def command(self, name: str) -> List[str]:
+        """The command line of node ``name``."""
+        spec = next(s for s in self.specs if s.name == name)
+        args = [sys.executable, "-P", "-m", f"walk_mpc.nodes.{spec.executable}", "--ros-args",
+                "-r", f"__node:={spec.name}", "--params-file", str(self.params_file)]
+        if spec.name == "sim":
+            args += ["-p", f"backend:={self.sim}"]
+        return args + list(self.extra_args.get(spec.name, ()))
+
+    def start(self, names: Optional[Sequence[str]] = None) -> GraphProcesses:
+        """Start the nodes (all of them, or ``names``)."""
+        for spec in self.specs:
+            if names is not None and spec.name not in names:
+                continue
+            self.start_node(spec.name)
+        return self
+
+    def start_node(self, name: str) -> subprocess.Popen:
+        """(Re)start node ``name``."""
+        if name in self.processes and self.processes[name].poll() is None:
+            raise RuntimeError(f"node {name} is already running")
+        if self.log_dir:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            log = open(self.log_dir / f"{name}.log", "a")
+            self._logs.append(log)
+            proc = subprocess.Popen(self.command(name), stdout=log, stderr=subprocess.STDOUT)
+        else:
+            proc = subprocess.Popen(self.command(name), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    text=True, bufsize=1)
+            thread = threading.Thread(target=self._forward, args=(name, proc), daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        self.processes[name] = proc
+        return proc
+
+    @staticmethod
+    def _forward(name: str, proc: subprocess.Popen) -> None:
+        for line in proc.stdout:
+            sys.stdout.write(f"[{name}] {line}")
+        sys.stdout.flush()
+
+    def stop_node(self, name: str, sig: int = signal.SIGINT, timeout: float = 10.0) -> int:
+        """Stop node ``name`` (SIGINT, then SIGKILL after ``timeout``); returns its exit code."""
+        proc = self.processes[name]
+        if proc.poll() is None:
+            proc.send_signal(sig)
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        return proc.returncode
+
+    def failed(self) -> Dict[str, int]:
+        """Nodes that exited on their own, with their exit codes."""
+        return {name: p.returncode for name, p in self.processes.items() if p.poll() is not None}
+
+    def stop(self) -> Dict[str, int]:
+        """Stop every node; returns the exit codes."""
+        for proc in self.processes.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+        codes = {name: self.stop_node(name) for name in self.processes}
+        for log in self._logs:
+            log.close()
+        return codes
+
+    def __enter__(self) -> GraphProcesses:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--robot", default="talos")
+    parser.add_argument("--sim", default="kinematic", help="kinematic, mujoco or none")
+    parser.add_argument("--config", default=None, help="parameters file (default: the robot's)")
+    args = parser.parse_args(argv)
+    graph = GraphProcesses(args.robot, args.sim, args.config).start()
+    stop = threading.Event()
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    while not stop.wait(0.2):
+        if graph.failed():
+            break
+    failed = {n: c for n, c in graph.failed().items() if c not in (0, -signal.SIGINT)}
+    graph.stop()
+    for name, code in failed.items():
+        print(f"launch_graph: node {name} exited with code {code}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
