@@ -1,0 +1,194 @@
+"""The walk_mpc demo (`make demo`): a simulated robot walks through the whole node graph.
+
+1. Starts the graph of config/graph.yaml as separate processes (as ``ros2 launch walk_mpc walk.launch.py``).
+2. Sends a walk goal on the ``walk`` action exactly as ``ros2 action send_goal walk walk_mpc/action/Walk
+   ... --feedback`` would, and prints live progress from the feedback (step i of N, substate, flags,
+   t_step_rem), then the result.
+3. Records the graph's topics to ``walk.mcap`` (ROS 2 CDR; Foxglove, ``ros2 bag``) and plots ``walk.png``
+   (CoM, ZMP planned and measured, footsteps and support polygons).
+4. Prints loop timing: MPC and IK time per control tick, and the sensor -> joint command latency through the
+   graph (median, p99).
+
+    python -m walk_mpc.demo [--sim kinematic|mujoco] [--steps 10] [--length 0.2] [--out-dir .]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+import rclpy
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from std_msgs.msg import Bool
+from trajectory_msgs.msg import JointTrajectory
+
+from walk_mpc.core import footsteps
+from walk_mpc.core.walk_behavior import WalkFlags
+from walk_mpc.msg import ComReference, FootstepPlan, SensorState, TickTiming, WalkFeedback
+from walk_mpc.tools.launch_graph import GraphProcesses
+from walk_mpc.tools.recorder import RecorderNode
+from walk_mpc.tools.send_walk import DEFAULT_FEET, current_feet, format_outcome, send_walk
+
+LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
+RECORDED_TOPICS = [
+    ("sensor_state", SensorState, 1000),
+    ("walk/plan", FootstepPlan, LATCHED),
+    ("walk/status", WalkFeedback, 100),
+    ("mpc/com_reference", ComReference, 100),
+    ("mpc/timing", TickTiming, 100),
+    ("ik/timing", TickTiming, 100),
+    ("joint_trajectory", JointTrajectory, 100),
+    ("sim/fall", Bool, LATCHED),
+]
+
+
+def _stamp_ns(header) -> int:
+    return header.stamp.sec * 1_000_000_000 + header.stamp.nanosec
+
+
+class LoopMonitor(Node):
+    """Collects per-tick timings and the sensor -> joint command latency (receive times in this process)."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__("walk_mpc_demo_monitor", **kwargs)
+        self.timing: Dict[str, List[float]] = {"mpc": [], "ik": [], "mpc_tick": [], "ik_tick": []}
+        self.sensor_received: Dict[int, float] = {}
+        self.latency: List[float] = []
+        self.sensor_count = 0
+        self._lock = threading.Lock()
+        self.create_subscription(SensorState, "sensor_state", self._on_sensor, 1000)
+        self.create_subscription(JointTrajectory, "joint_trajectory", self._on_command, 100)
+        self.create_subscription(TickTiming, "mpc/timing", lambda m: self._on_timing("mpc", m), 100)
+        self.create_subscription(TickTiming, "ik/timing", lambda m: self._on_timing("ik", m), 100)
+
+    def _on_sensor(self, msg: SensorState) -> None:
+        with self._lock:
+            self.sensor_count += 1
+            self.sensor_received[_stamp_ns(msg.header)] = time.monotonic()
+            if len(self.sensor_received) > 2000:
+                self.sensor_received.pop(next(iter(self.sensor_received)))
+
+    def _on_command(self, msg: JointTrajectory) -> None:
+        now = time.monotonic()
+        with self._lock:
+            sent = self.sensor_received.get(_stamp_ns(msg.header))
+            if sent is not None:
+                self.latency.append(now - sent)
+
+    def _on_timing(self, name: str, msg: TickTiming) -> None:
+        with self._lock:
+            self.timing[name].append(msg.solve_time)
+            self.timing[f"{name}_tick"].append(msg.tick_time)
+
+
+def _stats(values: Sequence[float]) -> str:
+    if not values:
+        return "no samples"
+    data = np.asarray(values) * 1e6
+    return f"median {np.median(data):8.0f} us   p99 {np.percentile(data, 99):8.0f} us   ({len(data)} ticks)"
+
+
+class Progress:
+    """Prints a progress line when the step, substate or flags change (and every second otherwise)."""
+
+    def __init__(self, total_steps: int) -> None:
+        self.total = total_steps
+        self._last = None
+        self._last_time = 0.0
+
+    def __call__(self, feedback) -> None:
+        walk = feedback.walk
+        flags = WalkFlags(walk.status_flags)
+        substates = (WalkFlags.WALK_SUBSTATE_SWAYING, WalkFlags.WALK_SUBSTATE_STEPPING,
+                     WalkFlags.WALK_SUBSTATE_CATCHING)
+        substate = next((f.name.replace("WALK_SUBSTATE_", "") for f in substates if f in flags), "STAND")
+        other = [f.name for f in (WalkFlags.WALK_WARNING_INSUFFICIENT_STEP_DATA,
+                                  WalkFlags.WALK_ERROR_INCONSISTENT_STEPS) if f in flags]
+        key = (walk.current_step_index, substate, tuple(other))
+        now = time.monotonic()
+        if key == self._last and now - self._last_time < 1.0:
+            return
+        self._last, self._last_time = key, now
+        bar = "#" * walk.current_step_index + "." * max(0, self.total - walk.current_step_index)
+        print(f"  step {walk.current_step_index:2d} of {self.total} [{bar}] {substate:9s} "
+              f"t_step_rem {walk.t_step_rem:5.2f} s  next_needed {walk.next_step_index_needed:2d}  "
+              f"flags {walk.status_flags:#04x} {' '.join(other)}", flush=True)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--robot", default="talos")
+    parser.add_argument("--sim", default="kinematic", help="kinematic or mujoco")
+    parser.add_argument("--config", default=None, help="parameters file (default: the robot's)")
+    parser.add_argument("--steps", type=int, default=10, help="steps (the last closes the feet)")
+    parser.add_argument("--length", type=float, default=0.2, help="[m] step length")
+    parser.add_argument("--width", type=float, default=0.17, help="[m] lateral distance between the soles")
+    parser.add_argument("--duration", type=float, default=1.1, help="[s] step duration (single + double)")
+    parser.add_argument("--out-dir", type=Path, default=Path("."), help="where walk.mcap and walk.png go")
+    parser.add_argument("--timeout", type=float, default=120.0, help="[s] give up on the walk after this")
+    args = parser.parse_args(argv)
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    mcap_path, png_path = args.out_dir / "walk.mcap", args.out_dir / "walk.png"
+
+    print(f"walk_mpc demo: robot {args.robot}, simulator {args.sim}; node logs in {args.out_dir / 'logs'}")
+    graph = GraphProcesses(args.robot, args.sim, args.config, log_dir=args.out_dir / "logs").start()
+    rclpy.init()
+    client = rclpy.create_node("walk_mpc_demo")
+    monitor = LoopMonitor()
+    recorder = RecorderNode(mcap_path, RECORDED_TOPICS)
+    executor = MultiThreadedExecutor(num_threads=4)
+    for node in (client, monitor, recorder):
+        executor.add_node(node)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    code = 1
+    try:
+        deadline = time.monotonic() + 60.0
+        while monitor.sensor_count == 0:
+            if graph.failed() or time.monotonic() > deadline:
+                raise RuntimeError(f"the graph did not start (exited: {graph.failed()}); see the node logs")
+            time.sleep(0.05)  # waiting for the first sensor sample of the freshly started simulator
+        left, right = current_feet(client, timeout=30.0) or DEFAULT_FEET
+        distance = args.length * (args.steps - 1)
+        steps = footsteps.walk_forward(left, right, distance, args.length, width=args.width,
+                                       duration=args.duration)
+        print(f"Sending goal: {len(steps)} steps of {args.length} m, {args.duration} s each "
+              f"(as: ros2 action send_goal walk walk_mpc/action/Walk '{{steps: [...]}}' --feedback)")
+        outcome = send_walk(client, steps, on_feedback=Progress(len(steps)), server_timeout=60.0,
+                            result_timeout=args.timeout)
+        print(format_outcome(outcome))
+        code = 0 if outcome.succeeded else 1
+    finally:
+        executor.shutdown(timeout_sec=5.0)
+        recorder.destroy_node()
+        for node in (client, monitor):
+            node.destroy_node()
+        rclpy.try_shutdown()
+        graph.stop()
+    print("\nLoop timing (in the nodes, per control tick):")
+    print(f"  MPC solve               {_stats(monitor.timing['mpc'])}")
+    print(f"  MPC tick (msg in->out)  {_stats(monitor.timing['mpc_tick'])}")
+    print(f"  IK  both solutions      {_stats(monitor.timing['ik'])}")
+    print(f"  IK  tick (msg in->out)  {_stats(monitor.timing['ik_tick'])}")
+    print(f"  sensor -> joint command {_stats(monitor.latency)}  (through sim -> mpc_planner -> ik over DDS)")
+    print(f"Recording: {mcap_path} ({recorder.recorder.count} messages)")
+    try:
+        from walk_mpc.tools.plot_walk import plot, read_recording
+
+        plot(read_recording(mcap_path), png_path, title=f"walk_mpc demo ({args.robot}, {args.sim})")
+        print(f"Plot: {png_path}")
+    except Exception as exc:  # the walk's outcome matters more than the plot
+        print(f"Plot failed: {exc}", file=sys.stderr)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
