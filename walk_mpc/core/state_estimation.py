@@ -1,0 +1,181 @@
+"""Measured robot state from sensor arrays: configuration, CoM position and velocity, sole poses.
+
+The floating base comes either from a base estimate (a state estimator, or ground truth in
+simulation) or, without one, from an *anchor*: a sole known to be flat on the ground at a given pose
+(kinematic odometry from the stance foot, as on NAO where the support foot is the reference).
+
+CoM velocity is ``J_com v`` (pinocchio), with the base velocity from the base twist, or, with an
+anchor, the one that keeps the anchored sole still (``J_sole v = 0``). It is None when the joint
+velocities are not given.
+
+Error policy: malformed inputs raise :class:`~walk_mpc.core.errors.InputError` (naming the field),
+pinocchio is only called on validated arrays.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from typing import Optional
+
+import numpy as np
+import pinocchio as pin
+
+from .errors import InputError
+from .robot import RobotModel, rotation_z, yaw_of
+from .step import Foot
+from .timeline import FootPose
+
+
+@dataclasses.dataclass(frozen=True)
+class MeasuredState:
+    """Robot state estimated from one sensor sample (world frame, read-only arrays).
+
+    Attributes:
+        configuration: Pinocchio configuration ``q`` (base position, quaternion xyzw, joints), shape (nq,).
+        com_position: Centre of mass [m], shape (3,).
+        com_velocity: CoM velocity [m/s], shape (3,), or None without joint velocities.
+        feet: Sole poses by foot frame name (position [m], yaw [rad]), in ``RobotModel.foot_frames`` order.
+        base_source: ``"estimate"`` (base pose given) or ``"anchor"`` (placed by an anchored sole).
+    """
+
+    configuration: np.ndarray
+    com_position: np.ndarray
+    com_velocity: Optional[np.ndarray]
+    feet: Mapping[str, FootPose]
+    base_source: str
+
+    def sole(self, foot: Foot) -> FootPose:
+        """Pose of a biped's ``foot`` (feet are stored left then right for bipeds)."""
+        frames = list(self.feet)
+        if len(frames) != 2:
+            raise InputError("foot", foot, "a biped's foot (the model has no left/right soles)")
+        return self.feet[frames[int(Foot(int(foot)))]]
+
+
+def _vector(name: str, value, size: Optional[int] = None) -> np.ndarray:
+    try:
+        array = np.asarray(value, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        raise InputError(name, value, "numbers") from None
+    if size is not None and array.shape[0] != size:
+        raise InputError(name, f"{array.shape[0]} values", f"{size} values")
+    if not np.all(np.isfinite(array)):
+        raise InputError(name, array.tolist(), "finite values (no NaN/inf)")
+    return array
+
+
+def _joint_map(robot: RobotModel, names: Sequence[str], values, what: str) -> dict[str, float]:
+    """Values of every actuated joint of the model by name (extra names ignored, missing ones refused)."""
+    names = list(names)
+    array = np.asarray(values, dtype=float).reshape(-1) if len(values) else np.zeros(0)
+    if array.shape[0] != len(names):
+        raise InputError(what, f"{array.shape[0]} values for {len(names)} joint names", "one value per name")
+    by_name = dict(zip(names, array))
+    missing = [n for n in robot.joint_names if n not in by_name]
+    if missing:
+        raise InputError("joint_names", f"missing {missing}", "every actuated joint of the model")
+    bad = {n: float(by_name[n]) for n in robot.joint_names if not math.isfinite(by_name[n])}
+    if bad:
+        raise InputError(what, bad, "finite values (no NaN/inf)")
+    return {n: float(by_name[n]) for n in robot.joint_names}
+
+
+def _anchored_base(robot: RobotModel, q: np.ndarray, frame: str, pose: FootPose) -> np.ndarray:
+    """``q`` with the base moved so that sole ``frame`` is flat at ``pose``."""
+    frame_id = robot.frame_id(frame)
+    pin.framesForwardKinematics(robot.model, robot.data, q)
+    base = pin.XYZQUATToSE3(q[0:7])
+    sole_in_base = base.actInv(robot.data.oMf[frame_id])
+    target = pin.SE3(rotation_z(pose.yaw), np.asarray(pose.position, dtype=float))
+    q = q.copy()
+    q[0:7] = pin.SE3ToXYZQUAT(target * sole_in_base.inverse())
+    return q
+
+
+def estimate_state(
+    robot: RobotModel,
+    joint_names: Sequence[str],
+    joint_positions: Sequence[float],
+    base_pose: Optional[tuple] = None,
+    anchor: Optional[tuple[str, FootPose]] = None,
+    joint_velocities: Optional[Sequence[float]] = None,
+    base_twist: Optional[tuple] = None,
+) -> MeasuredState:
+    """Configuration, CoM and sole poses of one sensor sample.
+
+    Args:
+        robot: Robot model.
+        joint_names: Joint names of the sample; every actuated joint of the model must be present
+            (names the model does not have are ignored).
+        joint_positions: Positions [rad or m], ordered as ``joint_names``.
+        base_pose: ``(position [m] (3,), quaternion (x, y, z, w))`` of the base in the world frame, or
+            None without a base estimate.
+        anchor: ``(sole frame name, FootPose)``: used when ``base_pose`` is None; the base is placed so
+            that this sole is flat at this pose.
+        joint_velocities: Velocities [rad/s or m/s] ordered as ``joint_names`` (empty or None: no
+            CoM velocity).
+        base_twist: ``(linear [m/s] (3,), angular [rad/s] (3,))`` of the base in the world frame, with
+            ``base_pose`` (None: base at rest).
+
+    Returns:
+        The measured state.
+
+    Raises:
+        InputError: Mismatched lengths, missing joints, NaN/inf values, a zero quaternion, or neither
+            a base pose nor an anchor.
+        FrameNotFound: Unknown anchor frame.
+    """
+    joints = _joint_map(robot, joint_names, joint_positions, "joint_pos")
+    q = robot.configuration_from_joints(joints)
+    if base_pose is not None:
+        position = _vector("base_pose.position", base_pose[0], 3)
+        quaternion = _vector("base_pose.orientation", base_pose[1], 4)
+        if np.linalg.norm(quaternion) < 1e-9:
+            raise InputError("base_pose.orientation", quaternion.tolist(), "a nonzero quaternion (xyzw)")
+        q[0:3] = position
+        q[3:7] = quaternion / np.linalg.norm(quaternion)
+        source = "estimate"
+    elif anchor is not None:
+        frame, pose = anchor
+        if not isinstance(pose, FootPose):
+            raise InputError("anchor", anchor, "(sole frame name, FootPose)")
+        q = _anchored_base(robot, q, frame, pose)
+        source = "anchor"
+    else:
+        raise InputError("base_pose", None, "a base estimate or an anchor sole")
+
+    velocity = None
+    if joint_velocities is not None and len(joint_velocities):
+        qdot = _joint_map(robot, joint_names, joint_velocities, "joint_vel")
+        v = np.zeros(robot.nv)
+        for name, value in qdot.items():
+            v[robot.joint_index_v(name)] = value
+        rotation = pin.Quaternion(q[6], q[3], q[4], q[5]).toRotationMatrix()
+        if source == "estimate":
+            if base_twist is not None:
+                v[0:3] = rotation.T @ _vector("base_twist.linear", base_twist[0], 3)
+                v[3:6] = rotation.T @ _vector("base_twist.angular", base_twist[1], 3)
+        else:
+            # The anchored sole is still: J_sole v = 0 gives the base velocity from the joint velocities.
+            jacobian = pin.computeFrameJacobian(robot.model, robot.data, q, robot.frame_id(anchor[0]),
+                                                pin.LOCAL)
+            v[0:6] = np.linalg.solve(jacobian[:, :6], -jacobian[:, 6:] @ v[6:])
+        pin.centerOfMass(robot.model, robot.data, q, v, False)
+        velocity = np.array(robot.data.vcom[0])
+        com = np.array(robot.data.com[0])
+    else:
+        com = np.array(pin.centerOfMass(robot.model, robot.data, q, False))
+    pin.framesForwardKinematics(robot.model, robot.data, q)
+    feet = {}
+    for frame in robot.foot_frames:
+        placement = robot.data.oMf[robot.frame_id(frame)]
+        feet[frame] = FootPose(tuple(float(x) for x in placement.translation), yaw_of(placement.rotation))
+    for array in (q, com, velocity):
+        if array is not None:
+            array.flags.writeable = False
+    return MeasuredState(q, com, velocity, feet, source)
+
+
+__all__ = ["MeasuredState", "estimate_state"]
