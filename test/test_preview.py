@@ -136,3 +136,81 @@ def test_malformed_previews_are_rejected():
     assert info.value.name == "front"
     with pytest.raises(ParameterError):
         PreviewBuilder(walk_timeline("straight"), SoleParameters(), 0.04, 0)
+
+
+def _reference_window(builder: PreviewBuilder, t: float):
+    """Straightforward per-interval sampling of the timeline (the definition the builder vectorises)."""
+    timeline, sole = builder.timeline, builder.sole
+    rows = []
+    for offset in np.cumsum(builder.durations):
+        ts = t + offset + 1e-9
+        index = timeline.phase_index_at(ts)
+        phase = timeline.phases[index]
+        if phase.kind is PhaseKind.SINGLE:
+            angle, lower, upper = sole.box(phase.foot(phase.swing_foot.other))
+        else:
+            angle, lower, upper = double_support_box(phase.left, phase.right, sole)
+        rows.append((angle, lower, upper, builder.zmp_reference(index, phase, ts)))
+    return (np.array([r[0] for r in rows]), np.array([r[1] for r in rows]), np.array([r[2] for r in rows]),
+            np.array([r[3] for r in rows]))
+
+
+def _random_timeline(rng: np.random.Generator) -> Timeline:
+    """Random walk: any step lengths, widths and turns, random timing and start time."""
+    left = FootPose((rng.uniform(-1, 1), rng.uniform(-1, 1), rng.uniform(-0.1, 0.1)), rng.uniform(-3, 3))
+    right = FootPose((left.position[0] + rng.uniform(-0.1, 0.1), left.position[1] - rng.uniform(0.1, 0.3),
+                      left.position[2]), left.yaw + rng.choice([0.0, rng.uniform(-0.4, 0.4)]))
+    timing = GaitTiming(rng.uniform(0.05, 1.0), rng.uniform(0.05, 0.4), rng.uniform(0.05, 1.0))
+    steps, foot = [], Foot(int(rng.integers(2)))
+    x, y, yaw = left.position[0], left.position[1], left.yaw
+    for k in range(int(rng.integers(0, 9))):
+        yaw += rng.choice([0.0, rng.uniform(-0.5, 0.5)])  # straight and turning steps
+        x += rng.uniform(-0.2, 0.3)
+        y += rng.uniform(-0.3, 0.3)
+        duration = timing.double_support_duration + rng.uniform(0.05, 1.2)
+        steps.append(Step(k + 1, foot, duration, (x, y, rng.uniform(-0.05, 0.05)), yaw,
+                          swing_height=rng.uniform(0.0, 0.1)))
+        foot = foot.other
+    return Timeline(left, right, steps, timing, t0=rng.uniform(-5.0, 5.0))
+
+
+def test_vectorised_windows_are_bit_identical_to_sampling_interval_by_interval():
+    rng = np.random.default_rng(11)
+    for _ in range(60):
+        timeline = _random_timeline(rng)
+        period = rng.uniform(0.01, 0.1)
+        builder = PreviewBuilder(timeline, SoleParameters(rng.uniform(0.05, 0.15), rng.uniform(0.02, 0.1),
+                                                          rng.uniform(0.02, 0.08), rng.uniform(0.02, 0.08)),
+                                 period, int(rng.integers(1, 60)), first_interval=rng.uniform(0.001, period))
+        span = timeline.t_end - timeline.t0
+        times = np.sort(rng.uniform(timeline.t0 - 1.0, timeline.t_end + 1.0, 30))  # before, during, after
+        for t in [timeline.t0, *times, *(rng.uniform(timeline.t0, timeline.t0 + span, 5))]:  # and backwards
+            preview = builder.build(float(t))
+            expected = _reference_window(builder, float(t))
+            for actual, reference in zip((preview.angles, preview.lower, preview.upper, preview.zmp_ref),
+                                         expected):
+                assert actual.tobytes() == reference.tobytes()
+            assert preview.t_start == t and preview.durations is builder.durations
+
+
+def test_phase_boundaries_use_the_phase_just_after_the_interval_end():
+    timeline = walk_timeline("turning")
+    builder = PreviewBuilder(timeline, SoleParameters(), 0.04, 40, first_interval=0.02)
+    for phase in timeline.phases[:-1]:
+        for t in (phase.t_end - 0.02, phase.t_end - 0.02 - 1e-9, phase.t_end - 0.02 - 2e-9):
+            preview = builder.build(t)
+            expected = _reference_window(builder, t)
+            np.testing.assert_array_equal(preview.zmp_ref, expected[3])
+            np.testing.assert_array_equal(preview.angles, expected[0])
+
+
+def test_windows_are_read_only_and_independent_of_later_builds():
+    builder = PreviewBuilder(walk_timeline("straight"), SoleParameters(), 0.04, 40)
+    first = builder.build(0.5)
+    copy = first.zmp_ref.copy()
+    builder.build(1.7)
+    np.testing.assert_array_equal(first.zmp_ref, copy)
+    for array in (first.angles, first.lower, first.upper, first.zmp_ref):
+        assert not array.flags.writeable
+    with pytest.raises(InputError):
+        builder.build(math.nan)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Dict, Optional, Tuple
+from typing import Optional, Tuple
 
 import numpy as np
 
@@ -266,7 +266,13 @@ def _array(name: str, value, ndim: int, shape: Optional[Tuple[int, ...]] = None)
 
 
 class PreviewBuilder:
-    """Samples a :class:`Timeline` into :class:`Preview` windows (support boxes cached per phase).
+    """Samples a :class:`Timeline` into :class:`Preview` windows.
+
+    Each phase's support box and ZMP reference end points are computed once, the first time a window
+    reaches the phase, and kept in per-phase arrays; a window is then a vectorised lookup: the phase
+    of every sample time (one ``searchsorted``), a gather of the boxes, and the interpolation of the
+    references. The results are bit-identical to sampling :meth:`zmp_reference` and the boxes
+    interval by interval.
 
     Args:
         timeline: The gait timeline.
@@ -294,17 +300,41 @@ class PreviewBuilder:
         self.durations[0] = first
         self.durations.flags.writeable = False
         self._offsets = np.cumsum(self.durations)
-        self._boxes: Dict[int, Tuple[float, np.ndarray, np.ndarray]] = {}
+        phases = timeline.phases
+        count = len(phases)
+        self._starts = np.array([phase.t_start for phase in phases])
+        self._lengths = np.array([phase.t_end for phase in phases]) - self._starts  # inf for STAND
+        self._interpolated = np.array([phase.kind in (PhaseKind.SWAY, PhaseKind.DOUBLE) for phase in phases])
+        # Per phase, filled on first use (see _fill): box angle, lower, upper; ZMP reference start, end.
+        self._ready = [False] * count
+        self._angles = np.empty(count)
+        self._lower = np.empty((count, 2))
+        self._upper = np.empty((count, 2))
+        self._ref_start = np.empty((count, 2))
+        self._ref_end = np.empty((count, 2))
 
-    def _box(self, index: int, phase: Phase) -> Tuple[float, np.ndarray, np.ndarray]:
-        box = self._boxes.get(index)
-        if box is None:
-            if phase.kind is PhaseKind.SINGLE:
-                box = self.sole.box(phase.foot(phase.swing_foot.other))
-            else:
-                box = double_support_box(phase.left, phase.right, self.sole)
-            self._boxes[index] = box
-        return box
+    def _fill(self, index: int) -> None:
+        """Support box and ZMP reference end points of phase ``index`` (see :meth:`zmp_reference`)."""
+        phase = self.timeline.phases[index]
+        sole = self.sole
+        if phase.kind is PhaseKind.SINGLE:
+            box = sole.box(phase.foot(phase.swing_foot.other))
+        else:
+            box = double_support_box(phase.left, phase.right, sole)
+        self._angles[index], self._lower[index], self._upper[index] = box
+        if phase.kind is PhaseKind.SINGLE:
+            start = end = sole.centre(phase.foot(phase.swing_foot.other))
+        else:
+            mid = 0.5 * (sole.centre(phase.left) + sole.centre(phase.right))
+            start = end = mid
+            if phase.kind is PhaseKind.DOUBLE:
+                previous = self.timeline.phases[index - 1]
+                start = sole.centre(phase.foot(previous.swing_foot.other))
+            if phase.kind in (PhaseKind.SWAY, PhaseKind.DOUBLE) and phase.next_stance is not None:
+                end = sole.centre(phase.foot(phase.next_stance))
+        self._ref_start[index] = start
+        self._ref_end[index] = end
+        self._ready[index] = True
 
     def zmp_reference(self, index: int, phase: Phase, t: float) -> np.ndarray:
         """ZMP reference [m] at time ``t`` in phase ``index`` of the timeline (see module docstring)."""
@@ -328,18 +358,35 @@ class PreviewBuilder:
         """Preview window starting at time ``t`` [s]."""
         if not math.isfinite(t):
             raise InputError("t", t, "a finite time [s]")
-        n = self.durations.shape[0]
-        angles = np.empty(n)
-        lower = np.empty((n, 2))
-        upper = np.empty((n, 2))
-        ref = np.empty((n, 2))
-        timeline = self.timeline
-        for i, offset in enumerate(self._offsets):
-            ts = t + offset + _SAMPLE_EPS
-            index = timeline.phase_index_at(ts)
-            phase = timeline.phases[index]
-            angles[i], lower[i], upper[i] = self._box(index, phase)
-            ref[i] = self.zmp_reference(index, phase, ts)
+        times = t + self._offsets  # sample just after each interval end, as (t + offset) + eps
+        times += _SAMPLE_EPS
+        index = self._starts.searchsorted(times, side="right")  # Timeline.phase_index_at, vectorised
+        index -= 1
+        first, last = int(index[0]), int(index[-1])  # times increase, so phases do too
+        if first < 0:
+            np.maximum(index, 0, out=index)
+            first = 0
+        ready = self._ready
+        for phase in range(first, last + 1):
+            if not ready[phase]:
+                self._fill(phase)
+        angles = self._angles.take(index)
+        lower = self._lower.take(index, axis=0)
+        upper = self._upper.take(index, axis=0)
+        ref = self._ref_start.take(index, axis=0)
+        interpolated = self._interpolated.take(index)
+        if interpolated.any():
+            # Phase.progress (clipped to [0, 1]) then (1 - s) start + s end, as zmp_reference does.
+            rows = interpolated.nonzero()[0]
+            phases = index[rows]
+            progress = times[rows]
+            progress -= self._starts[phases]
+            progress /= self._lengths[phases]
+            np.clip(progress, 0.0, 1.0, out=progress)
+            progress = progress[:, None]
+            ref[rows] = (1.0 - progress) * ref[rows] + progress * self._ref_end[phases]
+        for array in (angles, lower, upper, ref):
+            array.flags.writeable = False
         return Preview(self.durations, angles, lower, upper, ref, t_start=t)
 
 
