@@ -240,3 +240,32 @@ def test_no_targets_means_nothing_to_do(talos):
     result = IKSolver(talos).solve(IKTargets(), q0)
     assert result.success and result.iterations == 0 and dict(result.residuals) == {}
     np.testing.assert_allclose(result.q, q0)
+
+
+def test_rotation_targets_are_accepted_exactly_when_orthonormal_within_1e_6_with_determinant_plus_one():
+    rng = np.random.default_rng(8)
+    for _ in range(400):
+        rotation = pin.rpy.rpyToMatrix(*rng.uniform(-3, 3, 3))
+        candidate = rotation + rng.choice([0.0, 1e-7, 1e-6, 1e-5]) * rng.normal(size=(3, 3))
+        if rng.uniform() < 0.2:
+            candidate = -candidate  # determinant -1
+        orthonormal = np.allclose(candidate @ candidate.T, np.eye(3), atol=1e-6)
+        expected = orthonormal and np.linalg.det(candidate) >= 0
+        try:
+            IKTargets(torso_orientation=candidate)
+            accepted = True
+        except InputError as error:
+            assert "rotation matrix" in str(error)
+            accepted = False
+        assert accepted == expected
+
+
+def test_private_trusted_targets_match_the_validated_ones(talos):
+    q0 = talos.reference_configuration()
+    public = targets_from_configuration(talos, q0)
+    trusted = IKTargets._trusted(
+        public.com_position.copy(), {k: v.copy() for k, v in public.foot_positions.items()},
+        {k: v.copy() for k, v in public.foot_rotations.items()}, public.torso_orientation.copy())
+    assert trusted.posture is None and not trusted.com_position.flags.writeable
+    solver = IKSolver(talos)
+    np.testing.assert_array_equal(solver.solve(trusted, q0).q, solver.solve(public, q0).q)

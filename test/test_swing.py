@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from walk_mpc.core.errors import InputError, ShapeError
-from walk_mpc.core.swing import swing_pose, wrap_angle
+from walk_mpc.core.swing import swing_pose, swing_position_yaw, wrap_angle
 
 RNG = np.random.default_rng(5)
 
@@ -98,3 +98,14 @@ def test_non_finite_or_malformed_inputs_raise_input_errors_naming_the_value():
         swing_pose((0, 0, 0), 0, (1, 0, 0), 0, -0.1, 0.5)
     with pytest.raises(ShapeError):
         swing_pose((0, 0), 0, (1, 0, 0), 0, 0.1, 0.5)
+
+
+def test_trusted_position_and_yaw_are_bit_identical_to_swing_pose():
+    for _ in range(200):
+        start, yaw0, end, yaw1, height = random_swing()
+        s = float(RNG.choice([0.0, 0.5, 1.0, RNG.uniform()]))
+        sample = swing_pose(start, yaw0, end, yaw1, height, s)
+        position, yaw = swing_position_yaw(tuple(start.tolist()), yaw0, tuple(end.tolist()), yaw1, height, s)
+        assert np.array(position).tobytes() == sample.position.tobytes()
+        assert yaw == sample.yaw
+

@@ -7,7 +7,7 @@ import pytest
 
 from walk_mpc.core.errors import InputError
 from walk_mpc.core.gesture import GestureController, GestureDof
-from walk_mpc.core.ik import IKSolver
+from walk_mpc.core.ik import IKSolver, IKTargets
 from walk_mpc.core.robot import RobotModel, rotation_z, yaw_of
 from walk_mpc.core.step import Foot, Step
 from walk_mpc.core.timeline import FootPose, GaitTiming, PhaseKind, Timeline
@@ -124,6 +124,51 @@ def test_com_and_posture_pass_through_and_nan_is_rejected():
         walk_targets(timeline, 1.0, [0.1, math.nan, 0.8])
     with pytest.raises(InputError, match="t"):
         walk_targets(timeline, math.nan, COM)
+
+
+def test_walk_targets_equal_the_fully_validated_targets_and_are_read_only():
+    timeline = turning_walk()
+    c, s = math.cos(0.1), math.sin(0.1)
+    tilt = np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+    for t in sample_times(timeline, 120):
+        for torso_tilt in (None, tilt):
+            targets = walk_targets(timeline, float(t), COM + [0.01 * t, 0.0, 0.0], torso_tilt, posture=COM)
+            feet = foot_targets_at(timeline, float(t))
+            yaw = torso_yaw(feet[Foot.LEFT].yaw, feet[Foot.RIGHT].yaw)
+            expected = IKTargets(  # the public constructor validates every array
+                com_position=COM + [0.01 * t, 0.0, 0.0],
+                foot_positions={foot: target.position for foot, target in feet.items()},
+                foot_rotations={foot: rotation_z(target.yaw) for foot, target in feet.items()},
+                torso_orientation=rotation_z(yaw) @ (np.eye(3) if torso_tilt is None else tilt),
+                posture=COM,
+            )
+            assert isinstance(targets, IKTargets)
+            assert targets.com_position.tobytes() == expected.com_position.tobytes()
+            np.testing.assert_array_equal(targets.torso_orientation, expected.torso_orientation)
+            assert targets.posture.tobytes() == expected.posture.tobytes()
+            assert list(targets.foot_positions) == list(targets.foot_rotations) == [Foot.LEFT, Foot.RIGHT]
+            for foot in Foot:
+                assert targets.foot_positions[foot].tobytes() == expected.foot_positions[foot].tobytes()
+                assert targets.foot_rotations[foot].tobytes() == expected.foot_rotations[foot].tobytes()
+            arrays = [targets.com_position, targets.torso_orientation, targets.posture,
+                      *targets.foot_positions.values(), *targets.foot_rotations.values()]
+            assert not any(array.flags.writeable for array in arrays)
+            with pytest.raises(TypeError):
+                targets.foot_positions[Foot.LEFT] = COM
+
+
+def test_walk_targets_reject_what_ik_targets_reject():
+    timeline = turning_walk()
+    with pytest.raises(InputError, match="targets.com_position"):
+        walk_targets(timeline, 1.0, [0.1, math.inf, 0.8])
+    with pytest.raises(InputError, match="(?s)targets.torso_orientation.*rotation matrix"):
+        walk_targets(timeline, 1.0, COM, torso_tilt=2.0 * np.eye(3))
+    with pytest.raises(InputError, match="(?s)targets.torso_orientation.*rotation matrix"):
+        walk_targets(timeline, 1.0, COM, torso_tilt=np.diag([1.0, 1.0, -1.0]))  # a reflection
+    with pytest.raises(InputError, match="(?s)targets.torso_orientation.*finite"):
+        walk_targets(timeline, 1.0, COM, torso_tilt=np.full((3, 3), math.nan))
+    with pytest.raises(InputError, match="targets.posture"):
+        walk_targets(timeline, 1.0, COM, posture=[0.0, math.nan])
 
 
 def test_before_the_timeline_and_after_its_end_the_feet_stand_still():

@@ -60,6 +60,10 @@ def _vector(name: str, value, size: int) -> np.ndarray:
     return array
 
 
+_IDENTITY = np.eye(3)
+_ORTHONORMAL_TOLERANCE = 1e-6 + 1e-5 * _IDENTITY  # np.allclose(R R^T, I, atol=1e-6) elementwise
+
+
 def _rotation(name: str, value) -> np.ndarray:
     try:
         array = np.array(value, dtype=float)
@@ -67,12 +71,26 @@ def _rotation(name: str, value) -> np.ndarray:
         raise InputError(name, value, "a 3x3 rotation matrix") from None
     if array.shape != (3, 3):
         raise ShapeError(name, array.shape, (3, 3))
-    if not np.all(np.isfinite(array)):
-        raise InputError(name, array, "finite values (no NaN/inf)")
-    if not np.allclose(array @ array.T, np.eye(3), atol=1e-6) or np.linalg.det(array) < 0.0:
+    # One product and one comparison; NaN/inf fail it too and are told apart below.
+    if not (np.abs(array @ array.T - _IDENTITY) <= _ORTHONORMAL_TOLERANCE).all() or _det3(array) < 0.0:
+        if not np.all(np.isfinite(array)):
+            raise InputError(name, array, "finite values (no NaN/inf)")
         raise InputError(name, array, "a rotation matrix (orthonormal, determinant +1)")
     array.setflags(write=False)
     return array
+
+
+def _det3(matrix: np.ndarray) -> float:
+    (a0, a1, a2), (b0, b1, b2), (c0, c1, c2) = matrix.tolist()
+    return a0 * (b1 * c2 - b2 * c1) - a1 * (b0 * c2 - b2 * c0) + a2 * (b0 * c1 - b1 * c0)
+
+
+def _posture_vector(value) -> np.ndarray:
+    posture = np.array(value, dtype=float)
+    if posture.ndim != 1 or not np.all(np.isfinite(posture)):
+        raise InputError("targets.posture", value, "a finite configuration vector")
+    posture.setflags(write=False)
+    return posture
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,11 +134,36 @@ class IKTargets:
                 self, "torso_orientation", _rotation("targets.torso_orientation", self.torso_orientation)
             )
         if self.posture is not None:
-            posture = np.array(self.posture, dtype=float)
-            if posture.ndim != 1 or not np.all(np.isfinite(posture)):
-                raise InputError("targets.posture", self.posture, "a finite configuration vector")
-            posture.setflags(write=False)
-            object.__setattr__(self, "posture", posture)
+            object.__setattr__(self, "posture", _posture_vector(self.posture))
+
+    @classmethod
+    def _trusted(
+        cls,
+        com_position: np.ndarray | None,
+        foot_positions: dict,
+        foot_rotations: dict,
+        torso_orientation: np.ndarray | None,
+        posture: np.ndarray | None = None,
+    ) -> IKTargets:
+        """Targets from arrays the caller guarantees valid, without validation (internal hot path).
+
+        Every array must be a float64 array of the right shape with finite values, every rotation
+        orthonormal with determinant +1 (e.g. products of validated rotations and ``rotation_z``), and
+        every rotation key a position key. The arrays are made read-only, not copied; the dicts are
+        owned by the targets afterwards.
+        """
+        for array in (com_position, torso_orientation, posture, *foot_positions.values(),
+                      *foot_rotations.values()):
+            if array is not None:
+                array.flags.writeable = False
+        targets = object.__new__(cls)
+        setter = object.__setattr__
+        setter(targets, "com_position", com_position)
+        setter(targets, "foot_positions", MappingProxyType(foot_positions))
+        setter(targets, "foot_rotations", MappingProxyType(foot_rotations))
+        setter(targets, "torso_orientation", torso_orientation)
+        setter(targets, "posture", posture)
+        return targets
 
 
 @dataclasses.dataclass(frozen=True)

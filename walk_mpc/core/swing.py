@@ -148,3 +148,31 @@ def swing_pose(
         yaw_acceleration=dyaw * ddb,
         s=s,
     )
+
+
+def swing_position_yaw(
+    start_position: tuple[float, float, float],
+    start_yaw: float,
+    end_position: tuple[float, float, float],
+    end_yaw: float,
+    swing_height: float,
+    s: float,
+) -> tuple[tuple[float, float, float], float]:
+    """Position and yaw of :func:`swing_pose` only, on trusted inputs (no validation, no derivatives).
+
+    For hot paths whose inputs are already validated (e.g. the poses of a
+    :class:`~walk_mpc.core.timeline.Timeline`): finite 3-sequences and floats, ``swing_height >= 0``
+    and ``s`` in [0, 1]. The results are bit-identical to ``swing_pose(...).position`` and ``.yaw``.
+
+    Returns:
+        ``((x, y, z), yaw)`` in the world frame [m], [rad].
+    """
+    s2 = s * s
+    b = s2 * s * (10.0 - 15.0 * s + 6.0 * s2)  # blend(s)[0]
+    u = s * (1.0 - s)
+    a = 64.0 * u**3  # apex_bump(s)[0]
+    x0, y0, z0 = start_position
+    x1, y1, z1 = end_position
+    z = z0 + (z1 - z0) * b
+    z += swing_height * a
+    return (x0 + (x1 - x0) * b, y0 + (y1 - y0) * b, z), start_yaw + wrap_angle(end_yaw - start_yaw) * b

@@ -28,10 +28,10 @@ import numpy as np
 
 from .errors import InputError, ShapeError
 from .gesture import GestureController, inverse_transform
-from .ik import IKTargets
+from .ik import IKTargets, _posture_vector, _rotation, _vector
 from .robot import RobotModel, rotation_z, yaw_of
 from .step import Foot
-from .swing import swing_pose, wrap_angle
+from .swing import swing_position_yaw, wrap_angle
 from .timeline import PhaseKind, Timeline
 
 
@@ -56,21 +56,28 @@ def foot_targets_at(timeline: Timeline, t: float) -> dict[Foot, FootTarget]:
     Stance feet are at the phase's poses; the swing foot of a single-support phase follows
     :func:`swing_pose` with ``s = phase.progress(t)``.
     """
-    t = _finite("t", t)
+    feet = _feet_at(timeline, _finite("t", t))
+    return {foot: FootTarget(position, yaw, swinging) for foot, (position, yaw, swinging) in zip(Foot, feet)}
+
+
+def _feet_at(timeline: Timeline, t: float) -> tuple[tuple[np.ndarray, float, bool], ...]:
+    """(position (read-only), yaw, swinging) of the left then the right sole at finite time ``t``."""
     phase = timeline.phase_at(t)
-    targets = {}
+    swing = phase.swing_foot if phase.kind is PhaseKind.SINGLE else None
+    feet = []
     for foot in (Foot.LEFT, Foot.RIGHT):
         pose = phase.foot(foot)
-        if phase.kind is PhaseKind.SINGLE and foot is phase.swing_foot:
+        if foot is swing:
+            # Timeline poses are finite and swing heights >= 0 (Step): swing_pose without its checks.
             start = phase.swing_start
-            sample = swing_pose(start.position, start.yaw, pose.position, pose.yaw, phase.swing_height,
-                                phase.progress(t))
-            position, yaw, swinging = sample.position, sample.yaw, True
+            point, yaw = swing_position_yaw(start.position, start.yaw, pose.position, pose.yaw,
+                                            phase.swing_height, phase.progress(t))
+            position = np.array(point)
         else:
-            position, yaw, swinging = np.array(pose.position, dtype=float), pose.yaw, False
-        position.setflags(write=False)
-        targets[foot] = FootTarget(position, float(yaw), swinging)
-    return targets
+            position, yaw = np.array(pose.position), pose.yaw
+        position.flags.writeable = False
+        feet.append((position, float(yaw), foot is swing))
+    return tuple(feet)
 
 
 def torso_yaw(left_yaw: float, right_yaw: float) -> float:
@@ -98,17 +105,22 @@ def walk_targets(
         Targets keyed by :class:`Foot` (6D soles), with CoM and torso orientation.
 
     Raises:
-        InputError: If ``t`` or ``com_position`` is not finite (and from :class:`IKTargets`).
+        InputError: If ``t`` or ``com_position`` is not finite, or the tilted torso orientation is
+            not a rotation (the same errors as :class:`IKTargets`).
     """
-    feet = foot_targets_at(timeline, t)
-    tilt = np.eye(3) if torso_tilt is None else torso_tilt
-    yaw = torso_yaw(feet[Foot.LEFT].yaw, feet[Foot.RIGHT].yaw)
-    return IKTargets(
-        com_position=com_position,
-        foot_positions={foot: target.position for foot, target in feet.items()},
-        foot_rotations={foot: rotation_z(target.yaw) for foot, target in feet.items()},
-        torso_orientation=rotation_z(yaw) @ np.asarray(tilt, dtype=float),
-        posture=posture,
+    (left, left_yaw, _), (right, right_yaw, _) = _feet_at(timeline, _finite("t", t))
+    # The user's inputs are validated as IKTargets would; the rest (timeline poses, rotations about z)
+    # is valid by construction, so the targets skip IKTargets' checks.
+    com = _vector("targets.com_position", com_position, 3)
+    torso = rotation_z(torso_yaw(left_yaw, right_yaw))
+    if torso_tilt is not None:
+        torso = _rotation("targets.torso_orientation", torso @ np.asarray(torso_tilt, dtype=float))
+    return IKTargets._trusted(
+        com_position=com,
+        foot_positions={Foot.LEFT: left, Foot.RIGHT: right},
+        foot_rotations={Foot.LEFT: rotation_z(left_yaw), Foot.RIGHT: rotation_z(right_yaw)},
+        torso_orientation=torso,
+        posture=None if posture is None else _posture_vector(posture),
     )
 
 
