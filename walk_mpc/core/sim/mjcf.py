@@ -1,0 +1,217 @@
+"""MuJoCo models from URDFs without meshes: stripping, base joint, floor, contact geoms, actuators, sites.
+
+The URDF's ``<visual>``, ``<collision>`` (except on the links asked for), ``<gazebo>`` and
+``<transmission>`` elements are removed (inertias stay), so no mesh or ``package://`` path is needed;
+``mujoco.MjSpec.from_string`` loads the rest with static (fixed) frames fused into their parent body.
+The helpers below then edit the :class:`mujoco.MjSpec` before it is compiled.
+
+Error policy: MuJoCo's errors (``ValueError`` on parse or compile) are re-raised as
+:class:`~walk_mpc.core.errors.ModelError`; a missing ``mujoco`` package is a
+:class:`~walk_mpc.core.errors.ConfigError`.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ConfigError, ModelError
+
+try:
+    import mujoco
+except ImportError:  # pragma: no cover - the venv has mujoco
+    mujoco = None
+
+#: URDF elements removed before loading (no meshes, no simulator-specific blocks).
+STRIPPED_TAGS = ("visual", "collision", "gazebo", "transmission")
+
+#: Base joints of :func:`add_base_joint`: a free joint, x/z slides (the base cannot rotate), or none.
+BASE_JOINTS = ("free", "planar", "fixed")
+
+
+def require_mujoco():
+    """The ``mujoco`` module.
+
+    Raises:
+        ConfigError: If the ``mujoco`` package is not installed.
+    """
+    if mujoco is None:
+        raise ConfigError("the MuJoCo backend needs the 'mujoco' package (pip install mujoco)", "backend")
+    return mujoco
+
+
+def strip_urdf(urdf_path: str | Path, keep_collision_links: Sequence[str] = (),
+               continuous_joints: Sequence[str] = ()) -> str:
+    """URDF text without visuals, collisions, gazebo and transmission blocks.
+
+    Args:
+        urdf_path: URDF file.
+        keep_collision_links: Links whose ``<collision>`` elements are kept (e.g. tires).
+        continuous_joints: Joints turned into ``continuous`` ones (unlimited revolute, e.g. wheels).
+
+    Raises:
+        ModelError: The file cannot be read or parsed, or a named link or joint does not exist.
+    """
+    try:
+        root = ET.parse(str(urdf_path)).getroot()
+    except (OSError, ET.ParseError) as exc:
+        raise ModelError(f"cannot read URDF '{urdf_path}': {exc}") from exc
+    links = {link.get("name"): link for link in root.findall("link")}
+    joints = {joint.get("name"): joint for joint in root.findall("joint")}
+    for name in keep_collision_links:
+        if name not in links:
+            raise ModelError(f"no link '{name}' in '{urdf_path}'; links: {sorted(links)}")
+    for name in continuous_joints:
+        if name not in joints:
+            raise ModelError(f"no joint '{name}' in '{urdf_path}'; joints: {sorted(joints)}")
+    for parent in list(root.iter()):
+        keep = parent.tag == "link" and parent.get("name") in keep_collision_links
+        for child in list(parent):
+            if child.tag in STRIPPED_TAGS and not (keep and child.tag == "collision"):
+                parent.remove(child)
+    for name in continuous_joints:
+        joint = joints[name]
+        joint.set("type", "continuous")
+        limit = joint.find("limit")
+        if limit is not None:
+            for key in ("lower", "upper"):
+                limit.attrib.pop(key, None)
+    return ET.tostring(root, encoding="unicode")
+
+
+def load_urdf_spec(urdf_path: str | Path, keep_collision_links: Sequence[str] = (),
+                   continuous_joints: Sequence[str] = ()):
+    """A :class:`mujoco.MjSpec` of the stripped URDF (see :func:`strip_urdf`), static frames fused.
+
+    Raises:
+        ModelError: The URDF cannot be stripped or loaded.
+        ConfigError: ``mujoco`` is not installed.
+    """
+    mj = require_mujoco()
+    text = strip_urdf(urdf_path, keep_collision_links, continuous_joints)
+    try:
+        spec = mj.MjSpec.from_string(text)
+    except ValueError as exc:
+        raise ModelError(f"MuJoCo cannot load '{urdf_path}': {exc}") from exc
+    spec.compiler.fusestatic = True
+    spec.compiler.discardvisual = True
+    return spec
+
+
+def body(spec, name: str):
+    """The body ``name`` of ``spec``.
+
+    Raises:
+        ModelError: No such body (lists the bodies).
+    """
+    found = spec.body(name)
+    if found is None:
+        raise ModelError(f"no body '{name}' in the MuJoCo model; bodies: {[b.name for b in spec.bodies]}")
+    return found
+
+
+def root_body(spec):
+    """The first body under the world (the URDF's root link)."""
+    children = [b for b in spec.bodies if b.name != "world" and b.parent.name == "world"]
+    if not children:
+        raise ModelError("the MuJoCo model has no body under the world")
+    return children[0]
+
+
+def add_base_joint(spec, kind: str = "free", damping: float = 0.0) -> str:
+    """Give the root body a base joint; returns the root body's name.
+
+    Args:
+        spec: Model being built.
+        kind: ``"free"`` (six DoF), ``"planar"`` (slides along world x and z: the base translates
+            in the sagittal plane without rotating) or ``"fixed"`` (welded to the world).
+        damping: Viscous damping of the planar slides [N s/m].
+    """
+    mj = require_mujoco()
+    root = root_body(spec)
+    if kind == "free":
+        root.add_freejoint(name="base_free")
+    elif kind == "planar":
+        for axis, name in (((1.0, 0.0, 0.0), "base_x"), ((0.0, 0.0, 1.0), "base_z")):
+            joint = root.add_joint(name=name, type=mj.mjtJoint.mjJNT_SLIDE, axis=axis)
+            joint.damping = [damping, 0.0, 0.0] if np.ndim(joint.damping) else damping
+    elif kind != "fixed":
+        raise ModelError(f"unknown base joint {kind!r}; expected one of {list(BASE_JOINTS)}")
+    return root.name
+
+
+def add_floor(spec, friction: float = 1.0, name: str = "floor") -> None:
+    """An infinite ground plane at z = 0 with sliding friction ``friction``."""
+    mj = require_mujoco()
+    spec.worldbody.add_geom(name=name, type=mj.mjtGeom.mjGEOM_PLANE, size=[0.0, 0.0, 1.0],
+                            friction=[friction, 0.005, 0.0001])
+
+
+def add_box(spec, body_name: str, name: str, centre: Sequence[float], half_size: Sequence[float],
+            quat_wxyz: Sequence[float] = (1.0, 0.0, 0.0, 0.0), friction: float = 1.0) -> None:
+    """A massless collision box in body ``body_name`` (centre and orientation in the body frame)."""
+    mj = require_mujoco()
+    body(spec, body_name).add_geom(name=name, type=mj.mjtGeom.mjGEOM_BOX, pos=list(centre),
+                                   quat=list(quat_wxyz), size=list(half_size), mass=0.0,
+                                   friction=[friction, 0.005, 0.0001])
+
+
+def add_site(spec, body_name: str, name: str, position: Sequence[float],
+             quat_wxyz: Sequence[float] = (1.0, 0.0, 0.0, 0.0)) -> None:
+    """A site (frame) in body ``body_name``."""
+    body(spec, body_name).add_site(name=name, pos=list(position), quat=list(quat_wxyz))
+
+
+def add_position_actuator(spec, joint: str, kp: float, kd: float, force_limit: float | None = None) -> None:
+    """A position servo on ``joint``: torque ``kp (target - q) - kd q'`` [N m], clipped to ``force_limit``."""
+    mj = require_mujoco()
+    actuator = spec.add_actuator(name=joint, target=joint, trntype=mj.mjtTrn.mjTRN_JOINT)
+    actuator.set_to_position(kp=kp, kv=kd)
+    _limit(actuator, force_limit)
+
+
+def add_velocity_actuator(spec, joint: str, kd: float, force_limit: float | None = None) -> None:
+    """A velocity servo on ``joint``: torque ``kd (target - q')`` [N m], clipped to ``force_limit``."""
+    mj = require_mujoco()
+    actuator = spec.add_actuator(name=joint, target=joint, trntype=mj.mjtTrn.mjTRN_JOINT)
+    actuator.set_to_velocity(kv=kd)
+    _limit(actuator, force_limit)
+
+
+def _limit(actuator, force_limit: float | None) -> None:
+    if force_limit is not None and force_limit > 0.0:
+        actuator.forcelimited = True
+        actuator.forcerange = [-force_limit, force_limit]
+
+
+def compile_spec(spec):
+    """The compiled :class:`mujoco.MjModel` of ``spec``.
+
+    Raises:
+        ModelError: MuJoCo refuses the model.
+    """
+    try:
+        return spec.compile()
+    except ValueError as exc:
+        raise ModelError(f"MuJoCo cannot compile the model: {exc}") from exc
+
+
+__all__ = [
+    "BASE_JOINTS",
+    "STRIPPED_TAGS",
+    "add_base_joint",
+    "add_box",
+    "add_floor",
+    "add_position_actuator",
+    "add_site",
+    "add_velocity_actuator",
+    "body",
+    "compile_spec",
+    "load_urdf_spec",
+    "require_mujoco",
+    "root_body",
+    "strip_urdf",
+]

@@ -1,0 +1,774 @@
+"""MuJoCo physics backends: a biped on sole boxes (:class:`MujocoSim`) and a held wheeled robot (upkie).
+
+Both load the robot's URDF without meshes (:mod:`walk_mpc.core.sim.mjcf`) and step MuJoCo at
+``timestep`` (1 kHz, implicitfast) ``hardware_period / timestep`` times per :meth:`step`. Joints are
+position-servoed by MuJoCo position actuators (PD gains per joint group, see
+:class:`MujocoSim.Parameters`) whose targets are the output of a
+:class:`~walk_mpc.core.sim.backend.JointServo` (ros2_control trajectory semantics, ``latency`` of the
+kinematic plant's parameters, no lag: the PD and the inertia are the lag), interpolated linearly over
+the physics steps of a hardware step.
+
+**Biped** (:class:`MujocoSim`, e.g. Talos): free-floating base, a floor plane, one box per sole in
+the ankle body (bottom face on the sole frame, extents ``sole_front/back/left/right`` of the kinematic
+plant, ``sole_thickness`` thick); only the soles collide. Optional gravity feed-forward written to
+``qfrc_applied`` at every physics step: ``tau = g(q) - J_c^T f`` with ``f`` the least-norm wrench of
+the feet in contact that balances the floating-base rows of ``g(q)`` (pinocchio on the same URDF).
+Sensors follow the kinematic plant exactly (names, order, conventions): joint positions and
+velocities, motor torque (actuator force plus feed-forward), IMU at ``imu_frame`` (orientation,
+angular velocity in the IMU frame, accelerometer ``a - g`` reading ``(0, 0, +g)`` at rest), four
+contact sensors per sole (``left_foot_fl`` ...): the sole's normal force (``mj_contactForce`` over its
+box's contacts) spread on its corners with the bilinear weights of its centre of pressure, so the
+force-weighted mean of the corners is the CoP; base pose and twist ground truth.
+:attr:`SimState.zmp` and :attr:`SimState.cop` are both the CoP of all the contact forces (physics has
+no ZMP clipping: ``zmp_clip_count`` stays 0). The robot has fallen (latched until reset) when the base
+is below ``fall_height_ratio`` of its height after reset or tilts more than ``fall_tilt``.
+
+**Wheeled** (:class:`MujocoWheelSim`, e.g. upkie): wheel joints continuous, only the tire cylinders
+collide; the base slides along world x and z without rotating (an unbalanced wheeled biped would
+pitch over), so the wheels carry its weight and roll it. The wheels follow a scripted velocity
+``wheel_velocity_amplitude sin(2 pi t / wheel_velocity_period)`` (velocity servos, torque limited to
+the URDF efforts); the legs track position commands. The lift scenario of
+:class:`~walk_mpc.core.sim.wheels.WheelPlant` (``ground``, ``air``, ``touchdown`` seconds, repeated)
+applies a vertical force on the base during ``air`` (``xfrc_applied``: weight compensation plus a
+critically damped spring to ``lift_height`` above the standing height): on the ground the wheel torque
+accelerates the whole robot, lifted the wheels spin freely, as a wheel contact observer expects.
+
+Deterministic: same parameters and commands, same samples. MuJoCo errors are re-raised as
+:class:`~walk_mpc.core.errors.ModelError`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pinocchio as pin
+
+from ..errors import InputError, ModelError, ParameterError, ShapeError
+from ..params import check_choice, check_int_range, check_nonnegative, check_positive, check_range
+from ..robot import RobotModel
+from . import mjcf
+from .backend import GRAVITY, JointServo, JointTrajectoryCommand, SensorSample, SimBackend, SimState, check_dt
+from .kinematic import CORNERS, FEET, KinematicSim
+from .wheels import WheelPlant, upkie_urdf
+
+#: Integrators of ``MujocoSim.Parameters.integrator``.
+INTEGRATORS = ("euler", "implicit", "implicitfast", "rk4")
+
+
+def _wxyz(rotation: np.ndarray) -> list[float]:
+    x, y, z, w = pin.Quaternion(np.asarray(rotation)).normalized().coeffs()
+    return [float(w), float(x), float(y), float(z)]
+
+
+class _MujocoBackend(SimBackend):
+    """Shared machinery: model, servo, stepping with interpolated targets, IMU and joint readings."""
+
+    @dataclasses.dataclass(frozen=True)
+    class Parameters:
+        """MuJoCo backend configuration (the robot, hardware period and servo latency come from the
+        kinematic plant's or the wheel plant's parameters).
+
+        Attributes:
+            timestep: Physics step [s]; the hardware period must be a multiple of it.
+            integrator: ``"implicitfast"`` (default), ``"implicit"``, ``"euler"`` or ``"rk4"``.
+            kp: Default proportional gain of the joint position servos [N m/rad].
+            kd: Default derivative gain [N m s/rad].
+            gain_patterns: Joint name substrings with their own gains (first match wins).
+            gain_kp: Proportional gain of each pattern [N m/rad].
+            gain_kd: Derivative gain of each pattern [N m s/rad].
+            armature: Rotor inertia added to every actuated joint [kg m^2].
+            effort_limits: Clip actuator torques to the URDF effort limits.
+            gravity_feedforward: Add ``g(q) - J_c^T f`` to the joint torques (bipeds).
+            feedforward_substeps: Physics steps between two updates of the feed-forward (1 = every
+                step; the torques are held in between).
+            sole_thickness: Thickness of the sole contact boxes [m] (bottom face on the sole frame).
+            friction: Sliding friction coefficient of the contacts.
+            fall_height_ratio: Fallen when the base height drops below this fraction of its height
+                after reset.
+            wheel_kd: Gain of the wheel velocity servos [N m s/rad].
+            wheel_velocity_amplitude: Amplitude of the scripted wheel velocity [rad/s].
+            wheel_velocity_period: Period of the scripted wheel velocity [s].
+            lift_height: Height [m] the base is lifted to during the wheel plant's ``air`` windows.
+            lift_frequency: Natural frequency of the lifting spring [Hz] (critically damped).
+            base_damping: Viscous damping of the wheeled robot's base slides [N s/m].
+        """
+
+        timestep: float = 0.001
+        integrator: str = "implicitfast"
+        kp: float = 2000.0
+        kd: float = 20.0
+        gain_patterns: tuple[str, ...] = ("leg_",)
+        gain_kp: tuple[float, ...] = (8000.0,)
+        gain_kd: tuple[float, ...] = (80.0,)
+        armature: float = 0.0
+        effort_limits: bool = True
+        gravity_feedforward: bool = True
+        feedforward_substeps: int = 1
+        sole_thickness: float = 0.02
+        friction: float = 1.0
+        fall_height_ratio: float = 0.9
+        wheel_kd: float = 0.1
+        wheel_velocity_amplitude: float = 10.0
+        wheel_velocity_period: float = 1.0
+        lift_height: float = 0.1
+        lift_frequency: float = 3.0
+        base_damping: float = 0.0
+
+        def __post_init__(self) -> None:
+            check_positive("timestep", self.timestep)
+            check_choice("integrator", self.integrator, INTEGRATORS)
+            for name in ("kp", "kd", "armature", "friction", "wheel_kd", "wheel_velocity_amplitude",
+                         "lift_height", "base_damping"):
+                check_nonnegative(name, getattr(self, name))
+            for name in ("sole_thickness", "wheel_velocity_period", "lift_frequency"):
+                check_positive(name, getattr(self, name))
+            check_int_range("feedforward_substeps", self.feedforward_substeps, 1)
+            check_range("fall_height_ratio", self.fall_height_ratio, 0.0, 1.0)
+            for name in ("effort_limits", "gravity_feedforward"):
+                if not isinstance(getattr(self, name), bool):
+                    raise ParameterError(name, getattr(self, name), "true or false")
+            patterns = tuple(self.gain_patterns)
+            if not all(isinstance(s, str) and s for s in patterns):
+                raise ParameterError("gain_patterns", patterns, "non-empty joint name substrings")
+            object.__setattr__(self, "gain_patterns", patterns)
+            for name in ("gain_kp", "gain_kd"):
+                values = tuple(float(v) for v in getattr(self, name))
+                object.__setattr__(self, name, values)
+                if len(values) != len(patterns):
+                    raise ParameterError(name, values, f"{len(patterns)} values, one per gain_patterns entry")
+                if not all(math.isfinite(v) and v >= 0.0 for v in values):
+                    raise ParameterError(name, values, "finite numbers >= 0")
+
+        def gains(self, joint: str) -> tuple[float, float]:
+            """(kp [N m/rad], kd [N m s/rad]) of ``joint``: its first matching pattern's, else the default."""
+            for pattern, kp, kd in zip(self.gain_patterns, self.gain_kp, self.gain_kd):
+                if pattern in joint:
+                    return kp, kd
+            return self.kp, self.kd
+
+    # ------------------------------------------------------------------ construction helpers
+    def _init_common(self, spec, robot: RobotModel, hardware_period: float, servoed: tuple[str, ...],
+                     latency: float) -> None:
+        """Finish ``spec`` (options, IMU sensors), compile it and index joints and actuators."""
+        mj = mjcf.require_mujoco()
+        self._mj = mj
+        opt = self.mujoco_params
+        spec.option.timestep = opt.timestep
+        spec.option.integrator = getattr(mj.mjtIntegrator, f"mjINT_{opt.integrator.upper()}")
+        for name, kind in (("imu_acc", "ACCELEROMETER"), ("imu_gyro", "GYRO"), ("imu_quat", "FRAMEQUAT")):
+            spec.add_sensor(name=name, type=getattr(mj.mjtSensor, f"mjSENS_{kind}"),
+                            objtype=mj.mjtObj.mjOBJ_SITE, objname="imu")
+        self.model = mjcf.compile_spec(spec)
+        self.data = mj.MjData(self.model)
+        m = self.model
+        steps = hardware_period / opt.timestep
+        if abs(steps - round(steps)) > 1e-6 * steps or round(steps) < 1:
+            raise ParameterError("timestep", opt.timestep,
+                                 f"a divisor of the hardware period {hardware_period!r} s")
+        self._hardware_period = float(hardware_period)
+        self._substeps = int(round(steps))
+        self._qadr = np.array([m.jnt_qposadr[m.joint(n).id] for n in robot.joint_names])
+        self._dadr = np.array([m.jnt_dofadr[m.joint(n).id] for n in robot.joint_names])
+        self._servoed = servoed
+        self._servo_actuators = np.array([m.actuator(n).id for n in servoed], dtype=int)
+        self._servo_dofs = np.array([m.jnt_dofadr[m.joint(n).id] for n in servoed], dtype=int)
+        lower = np.array([robot.model.lowerPositionLimit[robot.joint_index_q(n)] for n in servoed])
+        upper = np.array([robot.model.upperPositionLimit[robot.joint_index_q(n)] for n in servoed])
+        unlimited = lower >= upper  # URDF joints without limits
+        lower[unlimited], upper[unlimited] = -np.inf, np.inf
+        self._servo = JointServo(servoed, 0.0, latency, lower, upper)
+        self._actuator_of_joint = np.array([m.actuator(n).id for n in robot.joint_names], dtype=int)
+        self._imu_site = m.site("imu").id
+        self._base_site = m.site("base").id
+        self._sensor = {name: (m.sensor_adr[m.sensor(name).id], m.sensor_dim[m.sensor(name).id])
+                        for name in ("imu_acc", "imu_gyro", "imu_quat")}
+
+    @staticmethod
+    def _add_frame_site(spec, robot: RobotModel, root_name: str, frame: str, site: str) -> str:
+        """A site at pinocchio frame ``frame`` in its MuJoCo body; returns the body name."""
+        f = robot.model.frames[robot.frame_id(frame)]
+        body = root_name if f.parentJoint <= 1 else robot.model.names[f.parentJoint]
+        if f.parentJoint > 1:
+            joint = spec.joint(body)
+            if joint is None:
+                raise ModelError(f"joint '{body}' of frame '{frame}' is not in the MuJoCo model")
+            body = joint.parent.name
+        mjcf.add_site(spec, body, site, f.placement.translation, _wxyz(f.placement.rotation))
+        return body
+
+    @staticmethod
+    def _add_servos(spec, names, opt: _MujocoBackend.Parameters) -> None:
+        for name in names:
+            joint = spec.joint(name)
+            joint.armature = opt.armature
+            if not opt.effort_limits:
+                joint.actfrclimited = 0  # mjLIMITED_FALSE
+            kp, kd = opt.gains(name)
+            mjcf.add_position_actuator(spec, name, kp, kd)
+
+    # ------------------------------------------------------------------ interface
+    @property
+    def hardware_period(self) -> float:
+        """Default step [s] (sensor period)."""
+        return self._hardware_period
+
+    @property
+    def time(self) -> float:
+        """Simulated time [s] since reset."""
+        return self._time
+
+    @property
+    def state(self) -> SimState:
+        """State after the last step."""
+        return self._state
+
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        """Every actuated joint, in the robot model's order (the order of the samples)."""
+        return self.robot.joint_names
+
+    def sensor_sample(self) -> SensorSample:
+        """Sensor data of the last step."""
+        return self._sample
+
+    @property
+    def substeps(self) -> int:
+        """Physics steps per hardware period."""
+        return self._substeps
+
+    def _substep_count(self, dt: float) -> int:
+        steps = dt / self.mujoco_params.timestep
+        n = int(round(steps))
+        if n < 1 or abs(steps - n) > 1e-6 * steps:
+            timestep = self.mujoco_params.timestep
+            raise InputError("dt", dt, f"a multiple of the physics timestep {timestep!r} s")
+        return n
+
+    def _advance(self, dt: float | None) -> None:
+        """Step physics by ``dt`` with servo targets interpolated over the physics steps."""
+        dt = check_dt(dt, self._hardware_period)
+        n = self._substep_count(dt)
+        time = self._time + dt
+        target, _ = self._servo.step(time)
+        start = self._target
+        mj, m, d = self._mj, self.model, self.data
+        h = self.mujoco_params.timestep
+        for k in range(1, n + 1):
+            d.ctrl[self._servo_actuators] = start + (k / n) * (target - start)
+            self._before_physics_step(self._time + (k - 1) * h)
+            mj.mj_step(m, d)
+            self._physics_steps += 1
+        mj.mj_forward(m, d)  # positions, contacts and sensors of the new state (mj_step leaves the old)
+        self._target = target
+        self._time = time
+        self._steps += 1
+
+    def _before_physics_step(self, time: float) -> None:
+        """Hook run before each physics step (feed-forward, scripted forces)."""
+        self.data.xfrc_applied[self._root_body, 0:3] = self._base_force
+
+    def set_trajectory(self, command: JointTrajectoryCommand) -> None:
+        """Queue a position command received now (see :class:`JointServo`).
+
+        Raises:
+            JointNotFound: A commanded joint is not servoed; the command is rejected as a whole.
+        """
+        self._servo.command(command, self._time)
+
+    def set_base_force(self, force_in_world: np.ndarray) -> None:
+        """Apply ``force_in_world`` [N] at the base body's origin until changed (pushes, disturbances).
+
+        Cleared by :meth:`reset`; the wheeled robot's lift force overrides its z component.
+
+        Raises:
+            ShapeError, InputError: Not three finite numbers.
+        """
+        force = np.asarray(force_in_world, dtype=float)
+        if force.shape != (3,):
+            raise ShapeError("force_in_world", force.shape, (3,))
+        if not np.all(np.isfinite(force)):
+            raise InputError("force_in_world", force, "finite values [N]")
+        self._base_force = force.copy()
+
+    def _reset_common(self, qpos: np.ndarray, servo_positions: np.ndarray) -> None:
+        mj, m, d = self._mj, self.model, self.data
+        mj.mj_resetData(m, d)
+        d.qpos[:] = qpos
+        self._servo.reset(servo_positions, 0.0)
+        self._target = self._servo.positions
+        d.ctrl[self._servo_actuators] = self._target
+        self._time = 0.0
+        self._steps = 0
+        self._physics_steps = 0
+        self._fallen = False
+        self._base_force = np.zeros(3)
+        mj.mj_forward(m, d)
+
+    def _imu(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(orientation xyzw, angular velocity [rad/s], accelerometer [m/s^2]) of the IMU site."""
+        data = self.data.sensordata
+
+        def read(name):
+            adr, dim = self._sensor[name]
+            return np.array(data[adr:adr + dim])
+
+        w, x, y, z = read("imu_quat")
+        return np.array([x, y, z, w]), read("imu_gyro"), read("imu_acc")
+
+    def _base_truth(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(position, orientation xyzw, linear and angular velocity in the world) of the base frame."""
+        mj, d = self._mj, self.data
+        rotation = d.site_xmat[self._base_site].reshape(3, 3)
+        velocity = np.zeros(6)
+        mj.mj_objectVelocity(self.model, d, mj.mjtObj.mjOBJ_SITE, self._base_site, velocity, 0)
+        quat = pin.Quaternion(rotation).normalized().coeffs()
+        return d.site_xpos[self._base_site].copy(), np.array(quat), velocity[3:6].copy(), velocity[0:3].copy()
+
+    def _joint_readings(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(positions, velocities, torques) of the model's joints; torque = actuator force + applied."""
+        d = self.data
+        torque = d.actuator_force[self._actuator_of_joint] + d.qfrc_applied[self._dadr]
+        return d.qpos[self._qadr].copy(), d.qvel[self._dadr].copy(), torque
+
+
+class MujocoSim(_MujocoBackend):
+    """Biped on MuJoCo physics with the kinematic plant's sensors (see the module docstring).
+
+    Example:
+        >>> sim = MujocoSim()
+        >>> state = sim.step()          # 10 physics steps of 1 ms
+        >>> sim.sensor_sample().contact.sum()  # ~ m g
+    """
+
+    Parameters = _MujocoBackend.Parameters
+
+    def __init__(self, params: KinematicSim.Parameters | None = None,
+                 mujoco: _MujocoBackend.Parameters | None = None, robot: RobotModel | None = None) -> None:
+        """Build the MuJoCo model of ``params.robot`` and reset to the initial posture.
+
+        Args:
+            params: Plant parameters shared with the kinematic plant (robot, hardware period, latency,
+                sole geometry, IMU frame, fall tilt, noise, initial posture).
+            mujoco: Physics parameters (defaults if None).
+            robot: An already loaded model matching ``params.robot``.
+
+        Raises:
+            ModelError: The robot is not a biped with one-DoF joints, or MuJoCo cannot load it.
+            ConfigError: The ``mujoco`` package is missing.
+            FrameNotFound, JointNotFound: Bad ``imu_frame`` or initial joints.
+        """
+        self.params = params if params is not None else KinematicSim.Parameters()
+        self.mujoco_params = mujoco if mujoco is not None else MujocoSim.Parameters()
+        p, opt = self.params, self.mujoco_params
+        self.robot = robot if robot is not None else RobotModel(p.robot)
+        model = self.robot.model
+        if not self.robot.is_biped:
+            raise ModelError(f"the MuJoCo biped backend needs left/right foot frames; '{self.robot.name}' "
+                             "has none")
+        if model.nq != model.nv + 1 or any(model.joints[j].nq != 1 for j in range(2, model.njoints)):
+            raise ModelError(f"the MuJoCo biped backend needs one-DoF joints; '{self.robot.name}' has others")
+        self.pin_model, self.pin_data = model, model.createData()
+        spec = mjcf.load_urdf_spec(self.robot.urdf_path)
+        root = mjcf.add_base_joint(spec, "free")
+        mjcf.add_floor(spec, opt.friction)
+        self._add_frame_site(spec, self.robot, root, p.imu_frame or self.robot.base_frame, "imu")
+        self._add_frame_site(spec, self.robot, root, self.robot.base_frame, "base")
+        half = np.array([(p.sole_front + p.sole_back) / 2, (p.sole_left + p.sole_right) / 2,
+                         opt.sole_thickness / 2])
+        centre = np.array([(p.sole_front - p.sole_back) / 2, (p.sole_left - p.sole_right) / 2,
+                           opt.sole_thickness / 2])
+        for foot, frame in zip(FEET, self.robot.foot_frames):
+            body = self._add_frame_site(spec, self.robot, root, frame, f"{foot}_sole")
+            f = model.frames[self.robot.frame_id(frame)]
+            mjcf.add_box(spec, body, f"{foot}_box", f.placement.act(centre), half,
+                         _wxyz(f.placement.rotation), opt.friction)
+        self._add_servos(spec, self.robot.joint_names, opt)
+        self._init_common(spec, self.robot, p.hardware_period, self.robot.joint_names, p.latency)
+        m = self.model
+        self._sole_geoms = {m.geom(f"{foot}_box").id: i for i, foot in enumerate(FEET)}
+        self._sole_geom_ids = [m.geom(f"{foot}_box").id for foot in FEET]
+        self._sole_sites = [m.site(f"{foot}_sole").id for foot in FEET]
+        self._foot_ids = [self.robot.frame_id(f) for f in self.robot.foot_frames]
+        self._root_body = m.body(root).id
+        self._contact_names = tuple(f"{foot}_{corner}" for foot in FEET for corner in CORNERS)
+        self._wrench = np.zeros(6)
+        q0 = self.robot.reference_configuration()
+        if p.initial_joint_names:
+            q0 = self.robot.configuration_from_joints(
+                dict(zip(p.initial_joint_names, p.initial_joint_positions)), q0[0:3], q0[3:7], default=q0)
+        self._initial = q0
+        self.reset()
+
+    @property
+    def contact_names(self) -> tuple[str, ...]:
+        """Contact sensors: the four sole corners of the left foot, then of the right foot."""
+        return self._contact_names
+
+    def initial_configuration(self) -> np.ndarray:
+        """Configuration used by :meth:`reset` without argument."""
+        return self._initial.copy()
+
+    def reset(self, q0: np.ndarray | None = None) -> None:
+        """Back to time 0 at rest at ``q0`` (joints clipped to their limits), lowest sole on the ground.
+
+        The base keeps ``q0``'s x, y and orientation; its height is shifted so that the lowest sole
+        frame lies at z = 0.
+
+        Raises:
+            ShapeError, InputError: ``q0`` is not a valid configuration.
+        """
+        q = self._initial.copy() if q0 is None else self.robot.check_configuration(q0, "q0")
+        q[7:] = np.clip(q[7:], self.robot.lower_limits(), self.robot.upper_limits())
+        pin.framesForwardKinematics(self.pin_model, self.pin_data, q)
+        q[2] -= min(self.pin_data.oMf[i].translation[2] for i in self._foot_ids)
+        self._rng = np.random.default_rng(self.params.seed)
+        qpos = np.zeros(self.model.nq)
+        qpos[0:3], qpos[3:7] = q[0:3], [q[6], q[3], q[4], q[5]]
+        qpos[self._qadr] = q[7:]
+        self._reset_common(qpos, q[7:])
+        self._standing_height = float(self.data.site_xpos[self._base_site][2])
+        self._finish()
+
+    def step(self, dt: float | None = None) -> SimState:
+        """Advance by ``dt`` [s] (default: the hardware period; a multiple of the physics timestep).
+
+        Raises:
+            InputError: If ``dt`` is not a positive multiple of the timestep.
+        """
+        self._advance(dt)
+        self._finish()
+        return self._state
+
+    # ------------------------------------------------------------------ physics hooks
+    def configuration(self) -> np.ndarray:
+        """Current configuration in pinocchio order (base position, quaternion xyzw, joints)."""
+        qpos = self.data.qpos
+        q = np.empty(self.pin_model.nq)
+        q[0:3] = qpos[0:3]
+        q[3:7] = qpos[4], qpos[5], qpos[6], qpos[3]
+        q[7:] = qpos[self._qadr]
+        return q
+
+    def _feet_in_contact(self) -> list[bool]:
+        d = self.data
+        if not d.ncon:
+            return [False, False]
+        geoms = d.contact.geom[:d.ncon]
+        return [bool(np.any(geoms == g)) for g in self._sole_geom_ids]
+
+    def _before_physics_step(self, time: float) -> None:
+        super()._before_physics_step(time)
+        opt = self.mujoco_params
+        if opt.gravity_feedforward and self._physics_steps % opt.feedforward_substeps == 0:
+            self.data.qfrc_applied[self._dadr] = self.feedforward_torques()
+
+    def feedforward_torques(self) -> np.ndarray:
+        """Gravity feed-forward ``g(q) - J_c^T f`` of the current state [N m], joints in model order.
+
+        ``f`` stacks the 6D wrenches of the feet in contact (at the sole frames, world-aligned): the
+        least-norm solution of the six floating-base rows ``g_base = J_c,base^T f``. No foot in contact:
+        ``g(q)`` alone.
+        """
+        model, data = self.pin_model, self.pin_data
+        q = self.configuration()
+        g = pin.computeGeneralizedGravity(model, data, q)
+        feet = [fid for fid, c in zip(self._foot_ids, self._feet_in_contact()) if c]
+        if not feet:
+            return g[6:].copy()
+        pin.computeJointJacobians(model, data, q)
+        frame = pin.LOCAL_WORLD_ALIGNED
+        jacobian = np.vstack([pin.getFrameJacobian(model, data, fid, frame) for fid in feet])
+        base = jacobian[:, :6].T  # (6, 6 k): g_base = base @ f
+        wrench = base.T @ np.linalg.solve(base @ base.T, g[:6])  # least norm (base has full row rank)
+        return g[6:] - jacobian[:, 6:].T @ wrench
+
+    # ------------------------------------------------------------------ readings
+    def _sole_forces(self) -> tuple[np.ndarray, np.ndarray]:
+        """Normal force [N] and centre of pressure (world) of each sole."""
+        mj, m, d = self._mj, self.model, self.data
+        force = np.zeros(2)
+        moment = np.zeros((2, 3))
+        for c in range(d.ncon):
+            g1, g2 = d.contact.geom[c]
+            i = self._sole_geoms.get(int(g1), self._sole_geoms.get(int(g2)))
+            if i is None:
+                continue
+            mj.mj_contactForce(m, d, c, self._wrench)
+            normal = self._wrench[0]
+            force[i] += normal
+            moment[i] += normal * d.contact.pos[c]
+        cop = np.array([moment[i] / force[i] if force[i] > 0.0 else d.site_xpos[self._sole_sites[i]]
+                        for i in range(2)])
+        return force, cop
+
+    def _bilinear(self, local: np.ndarray) -> np.ndarray:
+        p = self.params
+        sx = min(max((local[0] + p.sole_back) / (p.sole_front + p.sole_back), 0.0), 1.0)
+        sy = min(max((local[1] + p.sole_right) / (p.sole_left + p.sole_right), 0.0), 1.0)
+        return np.array([sx * sy, sx * (1 - sy), (1 - sx) * sy, (1 - sx) * (1 - sy)])
+
+    def corner_positions(self) -> dict[str, np.ndarray]:
+        """World position [m] of each contact sensor (sole corners at the current foot poses)."""
+        p, d = self.params, self.data
+        corners = np.array([[p.sole_front, p.sole_left, 0.0], [p.sole_front, -p.sole_right, 0.0],
+                            [-p.sole_back, p.sole_left, 0.0], [-p.sole_back, -p.sole_right, 0.0]])
+        out = {}
+        for foot, site in zip(FEET, self._sole_sites):
+            rotation = d.site_xmat[site].reshape(3, 3)
+            for corner, local in zip(CORNERS, corners):
+                out[f"{foot}_{corner}"] = d.site_xpos[site] + rotation @ local
+        return out
+
+    def _finish(self) -> None:
+        p, d = self.params, self.data
+        force, cops = self._sole_forces()
+        corners = np.zeros(8)
+        for i, site in enumerate(self._sole_sites):
+            if force[i] > 0.0:
+                rotation = d.site_xmat[site].reshape(3, 3)
+                local = rotation.T @ (cops[i] - d.site_xpos[site])
+                corners[4 * i:4 * i + 4] = force[i] * self._bilinear(local[:2])
+        total = float(force.sum())
+        cop = np.zeros(3)
+        if total > 0.0:
+            cop[:2] = (force @ cops)[:2] / total
+        q = self.configuration()
+        rotation = pin.Quaternion(q[3:7]).toRotationMatrix()
+        v = np.concatenate((rotation.T @ d.qvel[0:3], d.qvel[3:6], d.qvel[self._dadr]))
+        base_position, base_quat, base_linear, base_angular = self._base_truth()
+        base_rotation = d.site_xmat[self._base_site].reshape(3, 3)
+        tilt = math.acos(max(-1.0, min(1.0, float(base_rotation[2, 2]))))
+        low = base_position[2] < self.mujoco_params.fall_height_ratio * self._standing_height
+        self._fallen = self._fallen or tilt > p.fall_tilt or bool(low)
+        joint_pos, joint_vel, torque = self._joint_readings()
+        imu_quat, gyro, acc = self._imu()
+        rng, n = self._rng, len(joint_pos)
+        if p.joint_position_noise > 0.0:
+            joint_pos = joint_pos + p.joint_position_noise * rng.standard_normal(n)
+        if p.joint_velocity_noise > 0.0:
+            joint_vel = joint_vel + p.joint_velocity_noise * rng.standard_normal(n)
+        if p.imu_angular_velocity_noise > 0.0:
+            gyro = gyro + p.imu_angular_velocity_noise * rng.standard_normal(3)
+        if p.imu_linear_acceleration_noise > 0.0:
+            acc = acc + p.imu_linear_acceleration_noise * rng.standard_normal(3)
+        names = self.robot.joint_names
+        self._sample = SensorSample(
+            time=self._time, joint_names=names, joint_pos=joint_pos, joint_vel=joint_vel,
+            motor_names=names, motor_pos=joint_pos, motor_vel=joint_vel, motor_torque=torque,
+            contact_names=self._contact_names, contact=corners,
+            imu_names=(p.imu_frame or self.robot.base_frame,), imu_orientation_xyzw=imu_quat[None, :],
+            imu_angular_vel=gyro[None, :], imu_linear_acc=acc[None, :],
+            base_estimate_valid=True, base_position=base_position, base_orientation_xyzw=base_quat,
+            base_linear_velocity=base_linear, base_angular_velocity=base_angular,
+        )
+        self._state = SimState(
+            time=self._time, step_count=self._steps, q=q, v=v, com=d.subtree_com[self._root_body].copy(),
+            zmp=cop, cop=cop, contact_bodies=tuple(self.robot.foot_frames),
+            in_contact=tuple(bool(f > 0.0) for f in force), zmp_clip_count=0, fallen=self._fallen,
+        )
+
+
+class MujocoWheelSim(_MujocoBackend):
+    """Wheeled robot (upkie): base on x/z slides, scripted wheel speeds and lifts (see the module doc)."""
+
+    Parameters = _MujocoBackend.Parameters
+
+    def __init__(self, params: WheelPlant.Parameters | None = None,
+                 mujoco: _MujocoBackend.Parameters | None = None) -> None:
+        """Build the MuJoCo model of the wheeled robot and reset to its reference posture.
+
+        Args:
+            params: Wheel plant parameters (URDF, wheels, hardware period, latency, ground / air /
+                touchdown scenario).
+            mujoco: Physics parameters (defaults if None).
+
+        Raises:
+            ModelError: The URDF cannot be loaded, has no wheel, or its tires are not cylinders.
+            JointNotFound: A configured wheel is not a joint of the model.
+        """
+        self.params = params if params is not None else WheelPlant.Parameters()
+        self.mujoco_params = mujoco if mujoco is not None else MujocoWheelSim.Parameters()
+        p, opt = self.params, self.mujoco_params
+        self.robot = RobotModel(RobotModel.Parameters(robot=p.urdf or upkie_urdf()))
+        for name in p.wheels:
+            self.robot.joint_index_q(name)  # JointNotFound lists the joints
+        self.wheels = p.wheels or tuple(n for n in self.robot.joint_names if "wheel" in n)
+        if not self.wheels:
+            raise ModelError(f"'{self.robot.name}' has no joint named like a wheel; set 'wheels'")
+        self.legs = tuple(n for n in self.robot.joint_names if n not in self.wheels)
+        tires = self._tire_links()
+        spec = mjcf.load_urdf_spec(self.robot.urdf_path, keep_collision_links=tires,
+                                   continuous_joints=self.wheels)
+        root = mjcf.add_base_joint(spec, "planar", opt.base_damping)
+        mjcf.add_floor(spec, opt.friction)
+        self._add_frame_site(spec, self.robot, root, self.robot.base_frame, "imu")
+        self._add_frame_site(spec, self.robot, root, self.robot.base_frame, "base")
+        self._add_servos(spec, self.legs, opt)
+        for name in self.wheels:
+            joint = spec.joint(name)
+            joint.armature = opt.armature
+            mjcf.add_velocity_actuator(spec, name, opt.wheel_kd)
+        self._init_common(spec, self.robot, p.hardware_period, self.legs, p.latency)
+        m = self.model
+        self._tire_geoms = []
+        for wheel in self.wheels:
+            body = m.jnt_bodyid[m.joint(wheel).id]
+            geoms = [g for g in range(m.ngeom) if m.geom_bodyid[g] == body
+                     and m.geom_type[g] == self._mj.mjtGeom.mjGEOM_CYLINDER]
+            if not geoms:
+                raise ModelError(f"wheel '{wheel}' has no tire cylinder in '{self.robot.urdf_path}'")
+            self._tire_geoms.append(geoms[0])
+        self._wheel_actuators = np.array([m.actuator(n).id for n in self.wheels], dtype=int)
+        self._root_body = m.body(root).id
+        self._base_z = m.jnt_qposadr[m.joint("base_z").id]
+        self._base_z_dof = m.jnt_dofadr[m.joint("base_z").id]
+        self._mass = float(m.body_subtreemass[self._root_body])
+        cycle = max(1, round((p.ground + p.air + p.touchdown) / p.hardware_period))
+        self._cycle_time = cycle * p.hardware_period
+        self.reset()
+
+    def _tire_links(self) -> tuple[str, ...]:
+        """Links holding the wheels' collision cylinders: the wheel joint's child link and its fixed
+        descendants whose name contains 'tire' (or the child link itself)."""
+        import xml.etree.ElementTree as ET
+
+        root = ET.parse(str(self.robot.urdf_path)).getroot()
+        children: dict[str, list[str]] = {}
+        child_of = {}
+        for joint in root.findall("joint"):
+            parent, child = joint.find("parent").get("link"), joint.find("child").get("link")
+            child_of[joint.get("name")] = child
+            if joint.get("type") == "fixed":
+                children.setdefault(parent, []).append(child)
+        tires = []
+        for wheel in self.wheels:
+            links, stack = [], [child_of[wheel]]
+            while stack:
+                link = stack.pop()
+                links.append(link)
+                stack.extend(children.get(link, []))
+            named = [link for link in links if "tire" in link]
+            tires.extend(named or links[:1])
+        return tuple(tires)
+
+    @property
+    def in_air(self) -> bool:
+        """Whether the lift force acts at the current time (the scenario's ``air`` window)."""
+        return self._lifting(self._time)
+
+    def _lifting(self, time: float) -> bool:
+        p = self.params
+        phase = math.fmod(time + 1e-9, self._cycle_time)
+        return p.air > 0.0 and p.ground <= phase < p.ground + p.air
+
+    def wheel_velocity_target(self, time: float) -> float:
+        """Scripted wheel velocity [rad/s] at ``time`` [s] (forward rolling for positive values)."""
+        opt = self.mujoco_params
+        return opt.wheel_velocity_amplitude * math.sin(2.0 * math.pi * time / opt.wheel_velocity_period)
+
+    def reset(self, q0: np.ndarray | None = None) -> None:
+        """Back to time 0 at rest, legs at ``q0``'s positions (reference posture if None), tires down."""
+        q0 = self.robot.reference_configuration() if q0 is None else self.robot.check_configuration(q0, "q0")
+        positions = self.robot.joint_positions(q0)
+        m, d = self.model, self.data
+        qpos = np.zeros(m.nq)
+        qpos[self._qadr] = [positions[n] for n in self.robot.joint_names]
+        legs = np.array([positions[n] for n in self.legs])
+        self._reset_common(qpos, legs)
+        qpos[self._base_z] = -self._lowest_tire_point()
+        self._reset_common(qpos, legs)
+        # Wheel directions: the sign of each wheel axis along world y makes positive targets roll forward.
+        self._wheel_sign = np.array([np.sign(d.xaxis[m.joint(w).id][1]) or 1.0 for w in self.wheels])
+        self._standing_height = float(d.qpos[self._base_z])
+        self._publish()
+
+    def _lowest_tire_point(self) -> float:
+        d, m = self.data, self.model
+        lowest = math.inf
+        for g in self._tire_geoms:
+            axis_z = abs(d.geom_xmat[g].reshape(3, 3)[2, 2])
+            radius, half_length = m.geom_size[g][0], m.geom_size[g][1]
+            low = d.geom_xpos[g][2] - radius * math.sqrt(max(0.0, 1.0 - axis_z ** 2)) - half_length * axis_z
+            lowest = min(lowest, low)
+        return lowest
+
+    def set_trajectory(self, command: JointTrajectoryCommand) -> None:
+        """Queue a leg position command received now.
+
+        Raises:
+            JointNotFound: A joint is not in the model.
+            InputError: A joint is a wheel (wheels follow the scripted velocity).
+        """
+        wheels = [n for n in command.joint_names if n in self.wheels]
+        if wheels:
+            raise InputError("joint_names", wheels, f"leg joints {list(self.legs)} (wheels are scripted)")
+        self._servo.command(command, self._time)
+
+    def step(self, dt: float | None = None) -> SimState:
+        """Advance by ``dt`` [s] (default: the hardware period; a multiple of the physics timestep).
+
+        Raises:
+            InputError: If ``dt`` is not a positive multiple of the timestep.
+        """
+        self._advance(dt)
+        self._publish()
+        return self._state
+
+    def _before_physics_step(self, time: float) -> None:
+        super()._before_physics_step(time)
+        d = self.data
+        h = self.mujoco_params.timestep
+        d.ctrl[self._wheel_actuators] = self._wheel_sign * self.wheel_velocity_target(time + h)
+        force = 0.0
+        if self._lifting(time):
+            omega = 2.0 * math.pi * self.mujoco_params.lift_frequency
+            error = self._standing_height + self.mujoco_params.lift_height - d.qpos[self._base_z]
+            force = self._mass * (GRAVITY + omega * omega * error - 2.0 * omega * d.qvel[self._base_z_dof])
+        if force > 0.0:
+            d.xfrc_applied[self._root_body, 2] = force
+
+    def _publish(self) -> None:
+        d = self.data
+        joint_pos, joint_vel, torque = self._joint_readings()
+        imu_quat, gyro, acc = self._imu()
+        names = self.robot.joint_names
+        base_position, base_quat, base_linear, base_angular = self._base_truth()
+        self._sample = SensorSample(
+            time=self._time, joint_names=names, joint_pos=joint_pos, joint_vel=joint_vel,
+            motor_names=names, motor_pos=joint_pos, motor_vel=joint_vel, motor_torque=torque,
+            imu_names=(self.robot.base_frame,), imu_orientation_xyzw=imu_quat[None, :],
+            imu_angular_vel=gyro[None, :], imu_linear_acc=acc[None, :],
+            base_estimate_valid=True, base_position=base_position, base_orientation_xyzw=base_quat,
+            base_linear_velocity=base_linear, base_angular_velocity=base_angular,
+        )
+        positions = {n: math.remainder(float(x), 2.0 * math.pi) if n in self.wheels else float(x)
+                     for n, x in zip(names, joint_pos)}
+        q = self.robot.configuration_from_joints(positions, base_position, base_quat)
+        v = np.zeros(self.robot.nv)
+        v[0:3] = base_linear
+        for name, velocity in zip(names, joint_vel):
+            v[self.robot.joint_index_v(name)] = velocity
+        touching = set()
+        for g1, g2 in d.contact.geom[:d.ncon]:
+            touching.update((int(g1), int(g2)))
+        self._state = SimState(
+            time=self._time, step_count=self._steps, q=q, v=v, com=d.subtree_com[self._root_body].copy(),
+            zmp=np.zeros(3), cop=np.zeros(3), contact_bodies=self.wheels,
+            in_contact=tuple(g in touching for g in self._tire_geoms),
+        )
+
+
+def create_backend(params: KinematicSim.Parameters, mujoco: MujocoSim.Parameters | None = None) -> MujocoSim:
+    """The MuJoCo biped backend with the kinematic plant's parameters (see ``sim.create_backend``)."""
+    return MujocoSim(params, mujoco)
+
+
+def create_wheel_backend(params: WheelPlant.Parameters,
+                         mujoco: MujocoWheelSim.Parameters | None = None) -> MujocoWheelSim:
+    """The MuJoCo wheeled backend with the wheel plant's parameters."""
+    return MujocoWheelSim(params, mujoco)
+
+
+__all__ = ["INTEGRATORS", "MujocoSim", "MujocoWheelSim", "create_backend", "create_wheel_backend"]
