@@ -17,9 +17,11 @@ whole and logged (at most once per second, with a count); the node keeps running
 
 Backends (``backend``): ``"kinematic"`` (:class:`~walk_mpc.core.sim.kinematic.KinematicSim`, or the
 scripted :class:`~walk_mpc.core.sim.wheels.WheelPlant` when ``robot_type = "wheeled"``, e.g. upkie)
-and ``"mujoco"`` (``walk_mpc.core.sim.mujoco``, imported lazily; a clear configuration error while it
-does not exist). A wall timer at ``hardware_period / real_time_factor`` drives the steps; the stamps
-advance by the simulated time whatever the wall clock does.
+and ``"mujoco"`` (:class:`~walk_mpc.core.sim.mujoco.MujocoSim`, or
+:class:`~walk_mpc.core.sim.mujoco.MujocoWheelSim` for ``"wheeled"``; physics parameters in ``mujoco``;
+a clear configuration error if the mujoco package is missing). A wall timer at
+``hardware_period / real_time_factor`` drives the steps; the stamps advance by the simulated time
+whatever the wall clock does.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from walk_mpc.core.params import check_choice, check_positive
 from walk_mpc.core.sim import BACKENDS, create_backend
 from walk_mpc.core.sim.backend import JointTrajectoryCommand, SensorSample, SimBackend
 from walk_mpc.core.sim.kinematic import KinematicSim
+from walk_mpc.core.sim.mujoco import MujocoSim, MujocoWheelSim
 from walk_mpc.core.sim.wheels import WheelPlant
 from walk_mpc.msg import SensorState
 from walk_mpc.nodes._common import DataclassParameters, node_options, run
@@ -56,8 +59,9 @@ class SimNodeParameters:
 
     Attributes:
         backend: Simulator: ``"kinematic"`` or ``"mujoco"``.
-        robot_type: ``"legged"`` (plant parameters in ``kinematic``) or ``"wheeled"`` (scripted wheel
-            plant, parameters in ``wheels``; kinematic backend only).
+        robot_type: ``"legged"`` (plant parameters in ``kinematic``) or ``"wheeled"`` (parameters in
+            ``wheels``: the scripted wheel plant with the kinematic backend, the MuJoCo wheeled robot
+            with the mujoco backend).
         real_time_factor: Simulated seconds per wall-clock second (1.0 = real time).
         sensor_topic: SensorState output.
         trajectory_topic: JointTrajectory command input.
@@ -67,6 +71,7 @@ class SimNodeParameters:
         frame_id: ``header.frame_id`` of the SensorState (the world frame of the base pose).
         kinematic: Plant parameters of a legged robot (kinematic and MuJoCo backends).
         wheels: Plant parameters of a wheeled robot.
+        mujoco: Physics parameters of the MuJoCo backend (gains, timestep, feed-forward, wheels, lift).
     """
 
     backend: str = "kinematic"
@@ -80,12 +85,11 @@ class SimNodeParameters:
     frame_id: str = "world"
     kinematic: KinematicSim.Parameters = dataclasses.field(default_factory=KinematicSim.Parameters)
     wheels: WheelPlant.Parameters = dataclasses.field(default_factory=WheelPlant.Parameters)
+    mujoco: MujocoSim.Parameters = dataclasses.field(default_factory=MujocoSim.Parameters)
 
     def __post_init__(self) -> None:
         check_choice("backend", self.backend, sorted(BACKENDS))
         check_choice("robot_type", self.robot_type, ROBOT_TYPES)
-        if self.robot_type == "wheeled" and self.backend != "kinematic":
-            raise ParameterError("backend", self.backend, "'kinematic' for robot_type 'wheeled'")
         check_positive("real_time_factor", self.real_time_factor)
         for field in ("sensor_topic", "trajectory_topic", "commands_topic", "fall_topic"):
             if not isinstance(getattr(self, field), str) or not getattr(self, field):
@@ -101,6 +105,10 @@ class SimNodeParameters:
             ConfigError: The backend is unavailable.
             ModelError: The robot cannot be loaded or simulated by the backend.
         """
+        if self.backend == "mujoco":
+            if self.robot_type == "wheeled":
+                return MujocoWheelSim(self.wheels, self.mujoco)
+            return MujocoSim(self.kinematic, self.mujoco)
         if self.robot_type == "wheeled":
             return WheelPlant(self.wheels)
         return create_backend(self.backend, self.kinematic)
