@@ -1,0 +1,453 @@
+"""ROS 2 node ``mpc_planner``: the LIPM walking MPC over the footstep plan, ticked by SensorState stamps.
+
+Topics (relative names, QoS reliable depth 10 unless said; defaults of :class:`MpcPlannerNodeParameters`):
+
+* subscribes ``walk/plan`` (``FootstepPlan``, reliable + transient local, depth 1): a new ``plan_id``
+  replaces the planner's timeline at the next tick (the planned CoM state is kept, so the references
+  stay continuous). ``header.stamp`` is t = 0 of the plan's timeline. With ``walking`` false only the
+  plan's feet are used: a standing timeline (no steps, CoM between the feet). An invalid plan is
+  logged and the previous one kept.
+* subscribes ``sensor_state`` (``SensorState``): the graph's time base. A sample is a control tick
+  when it is the first one or its stamp is at least ``control_period - hardware_period / 2`` after the
+  previous tick: every ``round(control_period / hardware_period)``-th sample of a regular stream
+  (seed 001: the NAO DCM callback wakes the control thread every 2nd 10 ms cycle). Samples whose stamp
+  does not increase are ignored. Each tick
+
+  1. installs a new plan if one arrived; before any plan, a standing timeline at the measured feet;
+  2. estimates the measured state (:func:`~walk_mpc.core.state_estimation.estimate_state`): joints +
+     base estimate when ``base_estimate_valid``, else the base placed by a stance sole at its planned
+     pose;
+  3. at each support change (a foot joins the stance feet of the timeline phase: a touchdown), seed
+     001's second feedback: :meth:`MpcPlanner.correct_support` with that sole's measured pose
+     (``support_correction_enabled``);
+  4. one :meth:`MpcPlanner.step` at ``t = stamp - origin`` (origin: the first sample's stamp; every
+     timeline is shifted to it, so plan changes keep one planner clock), with the measured CoM when
+     ``feedback_enabled`` (seed 001's first feedback: the planner applies threshold and gain);
+  5. publishes ``mpc/com_reference`` (``ComReference``: ``header.stamp`` = the sample's stamp,
+     ``plan_id`` (0 before any plan), ``time_from_stamp`` = [T, 2T], CoM position and velocity, ZMP)
+     and ``mpc/timing`` (``TickTiming``, component ``"mpc"``: ``solve_time`` of the MPC,
+     ``tick_time`` of the callback, ``status`` below); every ``publish_preview_every`` ticks also
+     ``mpc/com_path`` and ``mpc/zmp_path`` (``nav_msgs/Path`` of the predicted CoM and ZMP, stamped at
+     each prediction time) and ``mpc/markers`` (``visualization_msgs/MarkerArray``: the footsteps of the
+     planner's timeline as sole rectangles, the support region of the first preview interval, CoM and
+     ZMP targets at T).
+
+Bad input never stops the node: a sample with NaN/inf values, missing joints or a malformed base pose
+is logged (throttled) and skipped (no tick: the next good sample ticks); the timing status reports
+planner failures, on which the walk behavior aborts the walk with PLANNER_FAILURE.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from typing import Optional, Sequence
+
+import numpy as np
+from builtin_interfaces.msg import Time
+from geometry_msgs.msg import Point, Pose, PoseStamped
+from nav_msgs.msg import Path
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from std_msgs.msg import ColorRGBA
+from visualization_msgs.msg import Marker, MarkerArray
+
+from walk_mpc.core.errors import ParameterError, WalkMpcError
+from walk_mpc.core.mpc import PlanStatus
+from walk_mpc.core.params import check_int_range, check_positive
+from walk_mpc.core.planner import MpcPlanner, PlannerOutput, PlannerParameters
+from walk_mpc.core.robot import RobotModel
+from walk_mpc.core.state_estimation import MeasuredState, estimate_state
+from walk_mpc.core.step import Foot
+from walk_mpc.core.timeline import FootPose, Timeline
+from walk_mpc.msg import ComReference, FootstepPlan, SensorState, TickTiming
+from walk_mpc.nodes._common import DataclassParameters, node_options, run
+from walk_mpc.nodes.conversions import point, sensor_base_pose, timeline_from_msg, vector3, yaw_quaternion
+
+NODE_NAME = "mpc_planner"
+
+#: ``TickTiming.status`` values of ``mpc/timing`` (non-zero: the walk behavior aborts with PLANNER_FAILURE).
+STATUS_OK = 0
+STATUS_INFEASIBLE = 1  # the MPC found no ZMP inside the support regions: previous plan followed
+STATUS_SOLVER_FAILED = 2  # the QP solver failed: previous plan followed
+STATUS_PLANNER_ERROR = 3  # the planner refused its inputs (e.g. unusable timeline): no reference this tick
+
+_STATUS_OF_PLAN = {PlanStatus.SOLVED: STATUS_OK, PlanStatus.INFEASIBLE: STATUS_INFEASIBLE}
+
+WARNING_PERIOD = 1.0  # [s] minimum interval between two warnings of the same kind
+
+_NS = 1_000_000_000
+_TOPICS = ("sensor_topic", "plan_topic", "reference_topic", "com_path_topic", "zmp_path_topic",
+           "markers_topic", "timing_topic", "frame_id")
+
+
+@dataclasses.dataclass(frozen=True)
+class MpcPlannerNodeParameters:
+    """Parameters of the mpc_planner node.
+
+    Attributes:
+        planner: Walking pattern generator (MPC, soles, control period T, CoM feedback threshold and gain).
+        robot: Robot model for the measured state (a biped).
+        hardware_period: SensorState period [s]; ``planner.control_period`` must be a multiple of it
+            (the planner ticks on every ``control_period / hardware_period``-th sample).
+        feedback_enabled: Pass the measured CoM to the planner (seed 001's first feedback).
+        support_correction_enabled: Correct the footsteps with the measured sole at each touchdown
+            (seed 001's second feedback).
+        publish_preview_every: Ticks between two publications of the paths and markers (0: never).
+        sensor_topic: SensorState input.
+        plan_topic: FootstepPlan input (transient local).
+        reference_topic: ComReference output.
+        com_path_topic: Predicted CoM (nav_msgs/Path) output.
+        zmp_path_topic: Predicted ZMP (nav_msgs/Path) output.
+        markers_topic: MarkerArray output.
+        timing_topic: TickTiming output.
+        frame_id: World frame of the outputs.
+    """
+
+    planner: PlannerParameters = dataclasses.field(default_factory=PlannerParameters)
+    robot: RobotModel.Parameters = dataclasses.field(default_factory=RobotModel.Parameters)
+    hardware_period: float = 0.01
+    feedback_enabled: bool = True
+    support_correction_enabled: bool = True
+    publish_preview_every: int = 5
+    sensor_topic: str = "sensor_state"
+    plan_topic: str = "walk/plan"
+    reference_topic: str = "mpc/com_reference"
+    com_path_topic: str = "mpc/com_path"
+    zmp_path_topic: str = "mpc/zmp_path"
+    markers_topic: str = "mpc/markers"
+    timing_topic: str = "mpc/timing"
+    frame_id: str = "world"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.planner, PlannerParameters):
+            raise ParameterError("planner", self.planner, "a PlannerParameters")
+        if not isinstance(self.robot, RobotModel.Parameters):
+            raise ParameterError("robot", self.robot, "a RobotModel.Parameters")
+        check_positive("hardware_period", self.hardware_period)
+        ratio = self.planner.control_period / self.hardware_period
+        if round(ratio) < 1 or abs(ratio - round(ratio)) > 1e-6:
+            raise ParameterError("hardware_period", self.hardware_period,
+                                 f"a divisor of planner.control_period = {self.planner.control_period} s")
+        for name in ("feedback_enabled", "support_correction_enabled"):
+            if not isinstance(getattr(self, name), bool):
+                raise ParameterError(name, getattr(self, name), "true or false")
+        check_int_range("publish_preview_every", self.publish_preview_every, 0)
+        for name in _TOPICS:
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value:
+                raise ParameterError(name, value, "a non-empty topic or frame name")
+
+    @property
+    def samples_per_tick(self) -> int:
+        """SensorState samples per control tick."""
+        return round(self.planner.control_period / self.hardware_period)
+
+
+@dataclasses.dataclass(frozen=True)
+class _PlanMsg:
+    """A validated FootstepPlan: its id, whether it walks, its stamp [ns] and its timeline (t0 = 0)."""
+
+    plan_id: int
+    walking: bool
+    stamp_ns: int
+    timeline: Timeline
+
+
+class _Skip(Exception):
+    """A sample that cannot be used (internal): logged, no tick."""
+
+
+def stamp_ns(stamp) -> int:
+    """Integer nanoseconds of a builtin_interfaces Time."""
+    return int(stamp.sec) * _NS + int(stamp.nanosec)
+
+
+def time_msg(ns: int) -> Time:
+    """builtin_interfaces Time of integer nanoseconds."""
+    return Time(sec=ns // _NS, nanosec=ns % _NS)
+
+
+def shifted_timeline(timeline: Timeline, t0: float, walking: bool = True) -> Timeline:
+    """The same timeline starting at ``t0`` [s]; without ``walking``, its initial feet standing (no steps)."""
+    first = timeline.phases[0]
+    return Timeline(first.left, first.right, timeline.steps if walking else (), timeline.timing, t0)
+
+
+class MpcPlannerNode(Node):
+    """Walking pattern generator of the walk_mpc graph: plan + SensorState -> CoM references every tick."""
+
+    def __init__(self, params: Optional[MpcPlannerNodeParameters] = None, **kwargs) -> None:
+        """Create the node.
+
+        Args:
+            params: Parameters; None reads them from the node's ROS parameters.
+            **kwargs: ``Node`` keyword arguments (``parameter_overrides``, ``context``).
+
+        Raises:
+            ConfigError, ParameterError, ModelError: Invalid configuration (e.g. a robot without soles).
+        """
+        super().__init__(NODE_NAME, **node_options(), **kwargs)
+        if params is None:
+            params = DataclassParameters(self, MpcPlannerNodeParameters).read()
+        self.params = params
+        self.robot = RobotModel(params.robot)
+        if not self.robot.is_biped:
+            raise ParameterError("robot.robot", params.robot.robot, "a biped (left and right sole frames)")
+        self.planner = MpcPlanner(params.planner)
+        self._frames = {Foot.LEFT: self.robot.left_foot_frame, Foot.RIGHT: self.robot.right_foot_frame}
+        reference = self.robot.foot_poses(self.robot.reference_configuration())
+        self._reference_feet = {foot: FootPose(tuple(reference[frame][0]), 0.0)
+                                for foot, frame in self._frames.items()}
+        period_ns = round(params.planner.control_period * _NS)
+        self._due_ns = period_ns - round(params.hardware_period * _NS) // 2
+        self._times = [params.planner.control_period, 2.0 * params.planner.control_period]
+
+        self._origin_ns: Optional[int] = None  # stamp of planner time 0
+        self._last_sample_ns: Optional[int] = None
+        self._last_tick_ns: Optional[int] = None
+        self._pending: Optional[_PlanMsg] = None  # received, installed at the next tick
+        self._plan_id = 0  # installed plan (0: none)
+        self._stance: Optional[tuple] = None
+        self.ticks = 0
+        self.skipped_samples = 0
+        self._unlogged = 0  # skipped samples not logged (throttled) since the last warning
+        self.corrections = 0
+        self.last_output: Optional[PlannerOutput] = None
+
+        p = params
+        reliable = ReliabilityPolicy.RELIABLE
+        qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=reliable,
+                         durability=DurabilityPolicy.VOLATILE)
+        plan_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=reliable,
+                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self._reference_pub = self.create_publisher(ComReference, p.reference_topic, qos)
+        self._timing_pub = self.create_publisher(TickTiming, p.timing_topic, qos)
+        self._com_path_pub = self.create_publisher(Path, p.com_path_topic, qos)
+        self._zmp_path_pub = self.create_publisher(Path, p.zmp_path_topic, qos)
+        self._markers_pub = self.create_publisher(MarkerArray, p.markers_topic, qos)
+        self.create_subscription(FootstepPlan, p.plan_topic, self._on_plan, plan_qos)
+        self.create_subscription(SensorState, p.sensor_topic, self._on_sensor_state, qos)
+        mpc = p.planner.mpc
+        self.get_logger().info(
+            f"MPC planner of '{self.robot.name}': control period {p.planner.control_period} s (every "
+            f"{p.samples_per_tick} samples of {p.hardware_period} s), horizon {mpc.horizon} x "
+            f"{mpc.sampling_period} s, backend {mpc.backend}, CoM feedback "
+            f"{'on' if p.feedback_enabled else 'off'}, support correction "
+            f"{'on' if p.support_correction_enabled else 'off'}; waiting for '{p.sensor_topic}'")
+
+    @property
+    def plan_id(self) -> int:
+        """Id of the plan the planner follows (0 before any plan)."""
+        return self._plan_id
+
+    # ------------------------------------------------------------------ inputs
+    def _on_plan(self, msg: FootstepPlan) -> None:
+        try:
+            timeline = timeline_from_msg(msg)
+        except WalkMpcError as exc:
+            self.get_logger().error(f"plan {msg.plan_id} rejected, keeping the previous one: {exc}")
+            return
+        self._pending = _PlanMsg(int(msg.plan_id), bool(msg.walking), stamp_ns(msg.header.stamp), timeline)
+        self.get_logger().info(f"plan {msg.plan_id}: {'walk' if msg.walking else 'stand'}, "
+                               f"{len(msg.steps)} steps, t_end {timeline.t_end:.3f} s")
+
+    def _on_sensor_state(self, msg: SensorState) -> None:
+        start = time.perf_counter()
+        now = stamp_ns(msg.header.stamp)
+        if self._last_sample_ns is not None and now <= self._last_sample_ns:
+            self.get_logger().warning(
+                f"SensorState stamp {now / _NS:.9f} s does not follow the previous one "
+                f"{self._last_sample_ns / _NS:.9f} s: sample ignored", throttle_duration_sec=WARNING_PERIOD)
+            return
+        self._last_sample_ns = now
+        if self._last_tick_ns is not None and now - self._last_tick_ns < self._due_ns:
+            return
+        try:
+            self._tick(msg, now, start)
+        except _Skip as skip:
+            self.skipped_samples += 1
+            more = f" ({self._unlogged} more skipped since the previous warning)" if self._unlogged else ""
+            if self.get_logger().warning(f"sample at {now / _NS:.3f} s skipped: {skip}{more}",
+                                         throttle_duration_sec=WARNING_PERIOD):
+                self._unlogged = 0
+            else:
+                self._unlogged += 1
+        except Exception as exc:  # noqa: BLE001  (the planner refused its inputs, or a bug: report, live on)
+            self.get_logger().error(f"planner tick at {now / _NS:.3f} s failed: {exc!r}",
+                                    throttle_duration_sec=WARNING_PERIOD)
+            self._last_tick_ns = now
+            self._publish_timing(now, STATUS_PLANNER_ERROR, 0.0, start)
+
+    # ------------------------------------------------------------------ tick
+    def _tick(self, msg: SensorState, now: int, start: float) -> None:
+        if self._origin_ns is None:
+            self._origin_ns = now
+        t = (now - self._origin_ns) / _NS
+        self._install_plan()
+        measured = self._measure(msg, t)
+        planner = self.planner
+        if planner.timeline is None:  # no plan yet: stand at the measured feet
+            feet = [measured.sole(Foot.LEFT), measured.sole(Foot.RIGHT)]
+            planner.set_timeline(Timeline(feet[0], feet[1], (), t0=t))
+        if planner.plan is None:
+            planner.reset(measured.com_position[:2])
+        stance = planner.timeline.phase_at(t).stance_feet
+        if self._stance is not None and self.params.support_correction_enabled:
+            for foot in stance:
+                if foot not in self._stance:
+                    self._correct_support(foot, measured, t)
+        self._stance = stance
+        out = planner.step(t, measured.com_position if self.params.feedback_enabled else None)
+        self._last_tick_ns = now
+        self.ticks += 1
+        self.last_output = out
+        self._publish_reference(msg, out)
+        status = _STATUS_OF_PLAN.get(out.status, STATUS_SOLVER_FAILED)
+        if status != STATUS_OK:
+            self.get_logger().warning(f"MPC {out.status.value} at t = {t:.3f} s: following the previous plan",
+                                      throttle_duration_sec=WARNING_PERIOD)
+        self._publish_timing(now, status, out.plan.solve_time, start)
+        every = self.params.publish_preview_every
+        if every and (self.ticks - 1) % every == 0:
+            self._publish_preview(msg, out)
+
+    def _install_plan(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is None or pending.plan_id == self._plan_id:
+            return
+        t0 = (pending.stamp_ns - self._origin_ns) / _NS
+        self.planner.set_timeline(shifted_timeline(pending.timeline, t0, pending.walking))
+        self._plan_id = pending.plan_id
+
+    def _measure(self, msg: SensorState, t: float) -> MeasuredState:
+        """Measured state of the sample; raises _Skip on bad input."""
+        try:
+            base = sensor_base_pose(msg)
+            anchor = None
+            if base is None:
+                anchor = self._anchor(t)
+            twist = None
+            if base is not None:
+                lin, ang = msg.base_twist.linear, msg.base_twist.angular
+                twist = ((lin.x, lin.y, lin.z), (ang.x, ang.y, ang.z))
+            velocities = list(msg.joint_vel) if len(msg.joint_vel) == len(msg.joint_names) else None
+            return estimate_state(self.robot, list(msg.joint_names), list(msg.joint_pos), base, anchor,
+                                  velocities, twist)
+        except WalkMpcError as exc:
+            raise _Skip(str(exc)) from None
+
+    def _anchor(self, t: float) -> tuple[str, FootPose]:
+        """Stance sole at its planned pose (the one that was already in stance), for samples without base."""
+        timeline = self.planner.timeline
+        if timeline is None:
+            return self._frames[Foot.LEFT], self._reference_feet[Foot.LEFT]
+        phase = timeline.phase_at(t)
+        previous = self._stance if self._stance is not None else phase.stance_feet
+        feet = [f for f in phase.stance_feet if f in previous] or phase.stance_feet
+        return self._frames[feet[0]], phase.foot(feet[0])
+
+    def _correct_support(self, foot: Foot, measured: MeasuredState, t: float) -> None:
+        try:
+            offset = self.planner.correct_support(foot, measured.sole(foot), t)
+        except WalkMpcError as exc:
+            self.get_logger().warning(f"support correction of the {foot.name.lower()} sole failed: {exc}",
+                                      throttle_duration_sec=WARNING_PERIOD)
+            return
+        self.corrections += 1
+        self.get_logger().debug(f"touchdown of the {foot.name.lower()} sole at t = {t:.3f} s: footsteps "
+                                f"moved by {np.round(offset, 4).tolist()} m")
+
+    # ------------------------------------------------------------------ outputs
+    def _publish_reference(self, msg: SensorState, out: PlannerOutput) -> None:
+        reference = ComReference(plan_id=self._plan_id, time_from_stamp=list(self._times),
+                                 com_position=[point(c) for c in out.com_targets],
+                                 com_velocity=[vector3(v) for v in out.com_velocity_targets],
+                                 zmp=[point(z) for z in out.zmp_targets])
+        reference.header.stamp = msg.header.stamp
+        reference.header.frame_id = self.params.frame_id
+        self._reference_pub.publish(reference)
+
+    def _publish_timing(self, now: int, status: int, solve_time: float, start: float) -> None:
+        timing = TickTiming(component="mpc", solve_time=float(solve_time), status=int(status))
+        timing.header.stamp = time_msg(now)
+        timing.header.frame_id = self.params.frame_id
+        timing.tick_time = time.perf_counter() - start
+        self._timing_pub.publish(timing)
+
+    def _publish_preview(self, msg: SensorState, out: PlannerOutput) -> None:
+        now = stamp_ns(msg.header.stamp)
+        header_stamp = msg.header.stamp
+        frame = self.params.frame_id
+        ground = float(out.zmp_targets[0, 2])
+        com_z = float(out.com_targets[0, 2])
+        s0 = out.initial_state
+        zeta = self.planner.model.zeta
+        times = np.concatenate([[out.t], out.preview_times])
+        coms = np.vstack([s0[0], out.preview_com])
+        zmps = np.vstack([s0[0] - zeta * s0[2], out.preview_zmp])
+        for publisher, points, z in ((self._com_path_pub, coms, com_z), (self._zmp_path_pub, zmps, ground)):
+            path = Path()
+            path.header.stamp = header_stamp
+            path.header.frame_id = frame
+            for tk, (x, y) in zip(times, points):
+                pose = PoseStamped()
+                pose.header.stamp = time_msg(now + round((tk - out.t) * _NS))
+                pose.header.frame_id = frame
+                pose.pose.position = Point(x=float(x), y=float(y), z=z)
+                pose.pose.orientation.w = 1.0
+                path.poses.append(pose)
+            publisher.publish(path)
+        self._markers_pub.publish(self._markers(header_stamp, out))
+
+    def _markers(self, stamp, out: PlannerOutput) -> MarkerArray:
+        frame = self.params.frame_id
+        sole = self.params.planner.sole
+        markers = [Marker(action=Marker.DELETEALL)]
+
+        def marker(ns: int, kind: int, color: tuple, index: int = 0) -> Marker:
+            m = Marker(ns=ns, id=index, type=kind, action=Marker.ADD)
+            m.header.stamp = stamp
+            m.header.frame_id = frame
+            m.color = ColorRGBA(r=color[0], g=color[1], b=color[2], a=color[3])
+            m.pose.orientation.w = 1.0
+            return m
+
+        timeline = self.planner.timeline
+        first = timeline.phases[0]
+        soles = [(Foot.LEFT, first.left), (Foot.RIGHT, first.right)]
+        soles += [(s.foot, FootPose(s.position, s.yaw)) for s in timeline.steps]
+        for index, (foot, pose) in enumerate(soles):
+            color = (0.2, 0.4, 1.0, 0.5) if foot is Foot.LEFT else (1.0, 0.3, 0.2, 0.5)
+            m = marker("footsteps", Marker.CUBE, color, index)
+            cx, cy = sole.centre(pose)
+            m.pose = Pose(position=Point(x=float(cx), y=float(cy), z=pose.position[2] + 0.0025),
+                          orientation=yaw_quaternion(pose.yaw))
+            m.scale.x, m.scale.y, m.scale.z = sole.front + sole.back, sole.left + sole.right, 0.005
+            markers.append(m)
+        ground = float(out.zmp_targets[0, 2])
+        support = marker("support", Marker.LINE_STRIP, (0.1, 0.8, 0.1, 1.0))
+        corners = out.preview.corners()[0]
+        support.points = [Point(x=float(x), y=float(y), z=ground + 0.006) for x, y in [*corners, corners[0]]]
+        support.scale.x = 0.005
+        markers.append(support)
+        for ns, position, size, color in (("com", out.com_targets[0], 0.05, (1.0, 0.6, 0.0, 1.0)),
+                                          ("zmp", out.zmp_targets[0], 0.03, (0.6, 0.1, 0.8, 1.0))):
+            m = marker(ns, Marker.SPHERE, color)
+            m.pose.position = point(position)
+            m.scale.x = m.scale.y = m.scale.z = size
+            markers.append(m)
+        return MarkerArray(markers=markers)
+
+
+NODE_CLASS = MpcPlannerNode
+
+
+def main(args: Optional[Sequence[str]] = None) -> int:
+    """Run the mpc_planner node until shutdown; exit code 2 on a configuration error."""
+    return run(lambda: MpcPlannerNode(), args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
