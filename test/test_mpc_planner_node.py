@@ -376,3 +376,32 @@ def test_robot_tracking_the_references_ends_the_walk_with_the_com_between_the_la
     end = np.mean([final.left.position, final.right.position], axis=0)
     assert np.linalg.norm(out.com_targets[0, :2] - end[:2]) < 0.01
     assert applied == 0  # the measured CoM followed the plan: never beyond the feedback threshold
+
+
+def test_planner_failures_are_reported_in_the_timing_status_and_the_node_goes_on(planner_node, reference):
+    import dataclasses
+
+    from walk_mpc.core.errors import InputError
+    from walk_mpc.core.mpc import PlanStatus
+    from walk_mpc.nodes import mpc_planner
+
+    node = planner_node()
+    statuses = []
+    node._publish_timing = lambda now, status, solve_time, start: statuses.append(status)
+    step = node.planner.step
+    outcomes = iter([None, PlanStatus.INFEASIBLE, PlanStatus.FAILED, "raise", None])
+
+    def faulty_step(t, measured=None):
+        outcome = next(outcomes)
+        if outcome == "raise":
+            raise InputError("t", t, "a planner that works")
+        out = step(t, measured)
+        return out if outcome is None else dataclasses.replace(out, status=outcome)
+
+    node.planner.step = faulty_step
+    for k in range(5):
+        node._on_sensor_state(sensor_msg(reference, PLAN_STAMP_NS + 2 * k * HW_NS))
+    m = mpc_planner
+    assert statuses == [m.STATUS_OK, m.STATUS_INFEASIBLE, m.STATUS_SOLVER_FAILED, m.STATUS_PLANNER_ERROR,
+                        m.STATUS_OK]
+    assert node.ticks == 4
