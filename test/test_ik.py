@@ -269,3 +269,27 @@ def test_private_trusted_targets_match_the_validated_ones(talos):
     assert trusted.posture is None and not trusted.com_position.flags.writeable
     solver = IKSolver(talos)
     np.testing.assert_array_equal(solver.solve(trusted, q0).q, solver.solve(public, q0).q)
+
+
+def test_chord_steps_save_jacobians_without_losing_accuracy_along_a_sway(talos, monkeypatch):
+    q0 = talos.reference_configuration()
+    base = targets_from_configuration(talos, q0)
+    counts = []
+    jacobians = IKSolver._jacobians
+    monkeypatch.setattr(IKSolver, "_jacobians",
+                        lambda self, layout: (counts.append(1), jacobians(self, layout)))
+    totals = {}
+    for reuse in (True, False):
+        solver, q = IKSolver(talos, IKSolver.Parameters(reuse_jacobian=reuse)), q0
+        counts.clear()
+        for k in range(1, 60):  # CoM swaying up to ~9 mm per 20 ms tick, feet still
+            sway = [0.02 * np.sin(0.4 * k), 0.03 * np.sin(0.3 * k), 0.0]
+            targets = IKTargets(com_position=base.com_position + sway,
+                                foot_positions=base.foot_positions, foot_rotations=base.foot_rotations,
+                                torso_orientation=base.torso_orientation)
+            result = solver.solve(targets, q)
+            assert result.success and result.position_residual < solver.params.tolerance
+            assert_targets_met(talos, targets, result.q, position_tol=solver.params.tolerance)
+            q = result.q
+        totals[reuse] = len(counts)
+    assert totals[True] < totals[False]

@@ -42,9 +42,20 @@ from .robot import RobotModel
 from .step import Foot
 
 _LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+_COM_POSITION = pin.KinematicLevel.POSITION
+# Bound once: the hot loop calls these a few dozen times per solve.
+_forward_kinematics = pin.forwardKinematics
+_update_frame_placement = pin.updateFramePlacement
+_center_of_mass = pin.centerOfMass
+_jacobian_center_of_mass = pin.jacobianCenterOfMass
+_compute_joint_jacobians = pin.computeJointJacobians
+_get_frame_jacobian = pin.getFrameJacobian
+_log3 = pin.log3
+_integrate = pin.integrate
+_difference = pin.difference
 _POSITION = 0
 _ORIENTATION = 1
-_CHORD_CONTRACTION = 1e-2  # chord step when (residual / residual at the last full step)^2 is below this
+_CHORD_CONTRACTION = 1e-2  # chord step when (residual / residual before the last step)^2 is below this
 
 
 def _vector(name: str, value, size: int) -> np.ndarray:
@@ -333,7 +344,8 @@ class IKSolver:
             posture_gain: Fraction of the posture error corrected per step, in the task null space [-].
             max_step: Largest change of any velocity coordinate per step [rad or m].
             reuse_jacobian: After a full step that cut the residual tenfold, take the next step
-                with the same Jacobian and Cholesky factor (chord step, no posture term).
+                with the same Jacobian and Cholesky factor (chord step, no posture term), and
+                further chord steps while each cuts the residual tenfold.
         """
 
         max_iterations: int = 10
@@ -486,11 +498,13 @@ class IKSolver:
             dq = None
             self._step_bounds(q)
             if factor is not None and merit < _CHORD_CONTRACTION * factor_merit:
-                # Chord step: the last full step contracted well, so reuse its Jacobian and factor.
+                # Chord step: the last step contracted well, so reuse the last full step's Jacobian
+                # and factor (the error rows are this iteration's).
                 dq = self._chord_step(layout, factor)
                 limited = ()
-            factor = None
+                factor_merit = merit
             if dq is None:
+                factor = None
                 self._jacobians(layout)
                 dq, limited, factor = self._solve_step(
                     layout.jacobian, layout.error, self._row_damping(layout),
@@ -502,7 +516,7 @@ class IKSolver:
             if not math.isfinite(float(dq @ dq)):
                 message = "non-finite step"
                 break
-            q = pin.integrate(self.model, q, dq)
+            q = _integrate(self.model, q, dq)
             iterations += 1
         return best_q, best_merit, best_sq, iterations, limited, message
 
@@ -574,21 +588,21 @@ class IKSolver:
             (norm / tolerance)^2 of each 3-row block, and the merit, their maximum.
         """
         model, data = self.model, self.data
-        pin.forwardKinematics(model, data, q)
+        _forward_kinematics(model, data, q)
+        placements = [_update_frame_placement(model, data, frame_id) for frame_id in layout.frame_ids]
         current = layout.current
         if layout.com:
-            current[0:3] = pin.centerOfMass(model, data, pin.KinematicLevel.POSITION, False)
-        placements = [pin.updateFramePlacement(model, data, frame_id) for frame_id in layout.frame_ids]
+            current[0:3] = _center_of_mass(model, data, _COM_POSITION, False)
         for index, row in layout.position_slots:
             current[row:row + 3] = placements[index].translation
         np.subtract(positions, current, out=layout.position_error)
         error = layout.error
         for (index, row), rotation in zip(layout.rotation_slots, rotations):
-            error[row:row + 3] = pin.log3(rotation.dot(placements[index].rotation.T))
+            error[row:row + 3] = _log3(rotation.dot(placements[index].rotation.T))
         if not layout.rows:
             return np.zeros(0), 0.0
-        scaled = layout.block_scale @ (error * error)  # (block norm / tolerance)^2
-        return scaled, float(scaled.max())
+        scaled = layout.block_scale.dot(error * error)  # (block norm / tolerance)^2
+        return scaled, float(scaled.max())  # NaN propagates (non-finite kinematics)
 
     def _jacobians(self, layout: _Layout) -> None:
         """Task Jacobians at the configuration of the last :meth:`_evaluate`."""
@@ -597,11 +611,11 @@ class IKSolver:
         if layout.com:
             # Also fills the joint Jacobians data.J (oMi.act(S) per joint), as computeJointJacobians
             # does; test_ik checks every task Jacobian against finite differences.
-            jacobian[0:3] = pin.jacobianCenterOfMass(model, data, False)
+            jacobian[0:3] = _jacobian_center_of_mass(model, data, False)
         else:
-            pin.computeJointJacobians(model, data)
+            _compute_joint_jacobians(model, data)
         for frame_id, position_row, rotation_row in layout.jacobian_frames:
-            frame_jacobian = pin.getFrameJacobian(model, data, frame_id, _LWA)
+            frame_jacobian = _get_frame_jacobian(model, data, frame_id, _LWA)
             if position_row >= 0:
                 jacobian[position_row:position_row + 3] = frame_jacobian[:3]
             if rotation_row >= 0:
