@@ -158,16 +158,17 @@ def wheel_inputs(msg: SensorState, name: str) -> tuple[float, float]:
 class WheelContactNode(Node):
     """Observe the floor contact of each wheel from the SensorState stream."""
 
-    def __init__(self, params: Optional[WheelContactNodeParameters] = None) -> None:
+    def __init__(self, params: Optional[WheelContactNodeParameters] = None, **kwargs) -> None:
         """Create the node.
 
         Args:
             params: Parameters; None reads them from the node's ROS parameters.
+            **kwargs: Passed to ``Node.__init__`` (``parameter_overrides``, ``context``).
 
         Raises:
             ConfigError, ParameterError: A parameter is unknown or invalid.
         """
-        super().__init__("wheel_contact", **node_options())
+        super().__init__("wheel_contact", **node_options(), **kwargs)
         if params is None:
             params = DataclassParameters(self, WheelContactNodeParameters).read()
         self.params = params
@@ -268,6 +269,9 @@ class WheelContactNode(Node):
         response.message = f"contact reset to false on {names}"
         self.get_logger().info(response.message)
         return response
+
+
+NODE_CLASS = WheelContactNode
 
 
 def main(args: Optional[Sequence[str]] = None) -> int:
