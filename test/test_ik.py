@@ -11,6 +11,16 @@ from walk_mpc.core.robot import RobotModel, rotation_z
 from walk_mpc.core.step import Foot
 
 
+@pytest.fixture(autouse=True, params=["compiled", "numpy"])
+def step_implementation(request, monkeypatch):
+    """Every test runs with the compiled (numba) steps, when available, and with the numpy ones."""
+    from walk_mpc.core import ik
+
+    if request.param == "numpy":
+        monkeypatch.setattr(ik, "USE_KERNEL", False)
+    return request.param
+
+
 @pytest.fixture(scope="module")
 def talos():
     return RobotModel(RobotModel.Parameters(robot="talos_reduced"))
@@ -293,3 +303,59 @@ def test_chord_steps_save_jacobians_without_losing_accuracy_along_a_sway(talos, 
             q = result.q
         totals[reuse] = len(counts)
     assert totals[True] < totals[False]
+
+
+def test_compiled_step_equals_the_numpy_step_or_hands_over_when_a_limit_binds(talos):
+    ik_kernel = pytest.importorskip("walk_mpc.core.ik_kernel")
+    rng = np.random.default_rng(12)
+    solver = IKSolver(talos)
+    params = solver.params
+    statuses = set()
+    for _ in range(60):
+        q = perturbed(talos, rng, 0.3)
+        goal = targets_from_configuration(talos, perturbed(talos, rng, rng.choice([0.01, 0.3])))
+        problem = solver.build_ik(goal, q)
+        layout = solver._layout
+        dq, factor = np.zeros(talos.nv), np.zeros((18, 18))
+        status = ik_kernel.full_step(problem.jacobian, problem.error, params.damping, params.error_damping,
+                                     layout.row_inverse_weight, problem.preferred_step, problem.dq_lower,
+                                     problem.dq_upper, params.max_step, dq, factor)
+        expected, limited, lapack_factor = solver._solve_step(
+            problem.jacobian, problem.error, problem.row_damping, problem.preferred_step, problem.dq_lower,
+            problem.dq_upper)
+        statuses.add(status)
+        if status == ik_kernel.STEP_OK:
+            assert lapack_factor is not None and limited == ()
+            np.testing.assert_allclose(dq, expected, rtol=0, atol=1e-12)
+            lower = np.tril(factor)
+            gram = problem.jacobian @ problem.jacobian.T + np.diag(problem.row_damping)
+            np.testing.assert_allclose(lower @ lower.T, gram, atol=1e-12)
+            chord = np.zeros(talos.nv)
+            assert ik_kernel.chord_step(factor, problem.jacobian, problem.error, np.full(talos.nv, -np.inf),
+                                        np.full(talos.nv, np.inf), np.inf, chord)
+            np.testing.assert_allclose(chord, problem.jacobian.T @ np.linalg.solve(gram, problem.error),
+                                       atol=1e-10)
+        else:
+            assert status == ik_kernel.STEP_LEAVES_LIMITS and lapack_factor is None
+    assert statuses == {ik_kernel.STEP_OK, ik_kernel.STEP_LEAVES_LIMITS}
+
+
+def test_numpy_and_compiled_solves_agree(talos, monkeypatch):
+    from walk_mpc.core import ik
+
+    rng = np.random.default_rng(13)
+    goals = [targets_from_configuration(talos, perturbed(talos, rng, 0.05)) for _ in range(5)]
+    far = dict(goals[0].foot_positions)
+    far["left_sole_link"] = far["left_sole_link"] + [0.6, 0.2, 0.7]  # joint limits bind
+    goals.append(IKTargets(com_position=goals[0].com_position, foot_positions=far,
+                           foot_rotations=goals[0].foot_rotations))
+    compiled = IKSolver(talos)
+    monkeypatch.setattr(ik, "USE_KERNEL", False)
+    plain = IKSolver(talos)
+    assert plain._kernel is None
+    for goal in goals:
+        q0 = talos.reference_configuration()
+        a, b = compiled.solve(goal, q0), plain.solve(goal, q0)
+        assert (a.success, a.iterations, a.message, a.limited_joints) == (
+            b.success, b.iterations, b.message, b.limited_joints)
+        np.testing.assert_allclose(a.q, b.q, atol=1e-9)

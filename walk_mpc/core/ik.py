@@ -55,6 +55,9 @@ _integrate = pin.integrate
 _difference = pin.difference
 _POSITION = 0
 _ORIENTATION = 1
+#: Use the compiled steps of :mod:`.ik_kernel` when numba is installed (tests switch it off to exercise
+#: the numpy implementation).
+USE_KERNEL = True
 _CHORD_CONTRACTION = 1e-2  # chord step when (residual / residual before the last step)^2 is below this
 
 
@@ -304,6 +307,8 @@ class _Layout:
         self.jacobian = np.zeros((row, robot.nv))
         self.error = np.zeros(row)
         self.current = np.zeros(self.position_rows)
+        self.step = np.zeros(robot.nv)  # step and Cholesky factor buffers of the compiled kernel
+        self.factor = np.zeros((row, row))
         self.position_error = self.error[: self.position_rows]
         # Sums the squared errors of each 3-row block, divided by the block's squared tolerance.
         self.block_scale = np.kron(np.diag(self.inverse_tolerance_sq), np.ones((1, 3)))
@@ -402,6 +407,7 @@ class IKSolver:
         self._reference = robot.reference_configuration()
         self._layout: _Layout | None = None
         self.last_result: IKResult | None = None
+        self._kernel = _load_kernel() if USE_KERNEL else None
 
     # ------------------------------------------------------------------ public API
     def reset(self) -> None:
@@ -477,12 +483,16 @@ class IKSolver:
 
     def _iterate(self, layout: _Layout, positions, rotations, posture, q):
         """Gauss-Newton loop; returns (best q, its merit, its block errors, iterations, limited, message)."""
-        max_iterations = self.params.max_iterations
+        params = self.params
+        max_iterations = params.max_iterations
+        kernel = self._kernel if layout.rows else None
         best_q, best_merit, best_sq = q, math.inf, None
         iterations = 0
         limited: tuple[str, ...] = ()
         message = "max_iterations reached"
-        factor, factor_merit = None, math.inf  # Cholesky factor of the last full step and its merit
+        # Cholesky factor of the last full step (upper from LAPACK, or lower from the kernel) and the
+        # merit before the last step.
+        factor, factor_merit, compiled_factor = None, math.inf, False
         while True:
             block_sq, merit = self._evaluate(layout, positions, rotations, q)
             if not math.isfinite(merit):
@@ -500,20 +510,37 @@ class IKSolver:
             if factor is not None and merit < _CHORD_CONTRACTION * factor_merit:
                 # Chord step: the last step contracted well, so reuse the last full step's Jacobian
                 # and factor (the error rows are this iteration's).
-                dq = self._chord_step(layout, factor)
+                if compiled_factor:
+                    dq = layout.step
+                    if not kernel.chord_step(factor, layout.jacobian, layout.error, self._dq_lower,
+                                             self._dq_upper, params.max_step, dq):
+                        dq = None
+                else:
+                    dq = self._chord_step(layout, factor)
                 limited = ()
                 factor_merit = merit
             if dq is None:
                 factor = None
                 self._jacobians(layout)
-                dq, limited, factor = self._solve_step(
-                    layout.jacobian, layout.error, self._row_damping(layout),
-                    self._preferred_step(q, posture), self._dq_lower, self._dq_upper,
-                )
+                dq_p = self._preferred_step(q, posture)
+                compiled_factor = kernel is not None and kernel.full_step(
+                    layout.jacobian, layout.error, params.damping, params.error_damping,
+                    layout.row_inverse_weight, dq_p, self._dq_lower, self._dq_upper, params.max_step,
+                    layout.step, layout.factor) == 0
+                if compiled_factor:  # the common case: no joint limit binds
+                    dq, limited, factor = layout.step, (), layout.factor
+                else:
+                    dq, limited, factor = self._solve_step(
+                        layout.jacobian, layout.error, self._row_damping(layout), dq_p, self._dq_lower,
+                        self._dq_upper,
+                    )
+                    if not math.isfinite(float(dq @ dq)):
+                        message = "non-finite step"
+                        break
                 factor_merit = merit
-                if not self.params.reuse_jacobian:
+                if not params.reuse_jacobian:
                     factor = None
-            if not math.isfinite(float(dq @ dq)):
+            elif not compiled_factor and not math.isfinite(float(dq @ dq)):
                 message = "non-finite step"
                 break
             q = _integrate(self.model, q, dq)
@@ -743,6 +770,21 @@ class IKSolver:
             limited_joints=limited,
             message=message,
         )
+
+
+def _load_kernel():
+    """The compiled steps (:mod:`.ik_kernel`), compiled or loaded from numba's cache now rather than at
+    the first solve; None without numba."""
+    try:
+        from . import ik_kernel
+    except ImportError:  # numba not installed: numpy implementation
+        return None
+    jacobian, factor, step = np.eye(1, 2), np.zeros((1, 1)), np.zeros(2)
+    bounds = np.full(2, np.inf)
+    ik_kernel.full_step(jacobian, np.ones(1), 1.0, 1.0, np.ones(1), np.zeros(2), -bounds, bounds, 1.0, step,
+                        factor)
+    ik_kernel.chord_step(factor, jacobian, np.ones(1), -bounds, bounds, 1.0, step)
+    return ik_kernel
 
 
 def targets_from_configuration(robot: RobotModel, q, torso: bool = True) -> IKTargets:
