@@ -305,7 +305,7 @@ def test_chord_steps_save_jacobians_without_losing_accuracy_along_a_sway(talos, 
     assert totals[True] < totals[False]
 
 
-def test_compiled_step_equals_the_numpy_step_or_hands_over_when_a_limit_binds(talos):
+def test_compiled_step_equals_the_numpy_step_with_and_without_binding_limits(talos):
     ik_kernel = pytest.importorskip("walk_mpc.core.ik_kernel")
     rng = np.random.default_rng(12)
     solver = IKSolver(talos)
@@ -316,17 +316,18 @@ def test_compiled_step_equals_the_numpy_step_or_hands_over_when_a_limit_binds(ta
         goal = targets_from_configuration(talos, perturbed(talos, rng, rng.choice([0.01, 0.3])))
         problem = solver.build_ik(goal, q)
         layout = solver._layout
-        dq, factor = np.zeros(talos.nv), np.zeros((18, 18))
+        dq, factor, free = np.zeros(talos.nv), np.zeros((18, 18)), np.zeros(talos.nv)
         status = ik_kernel.full_step(problem.jacobian, problem.error, params.damping, params.error_damping,
                                      layout.row_inverse_weight, problem.preferred_step, problem.dq_lower,
-                                     problem.dq_upper, params.max_step, dq, factor)
+                                     problem.dq_upper, params.max_step, dq, factor, free)
         expected, limited, lapack_factor = solver._solve_step(
             problem.jacobian, problem.error, problem.row_damping, problem.preferred_step, problem.dq_lower,
             problem.dq_upper)
         statuses.add(status)
+        np.testing.assert_allclose(dq, expected, rtol=0, atol=1e-12)
+        assert solver._limited(free) == limited
         if status == ik_kernel.STEP_OK:
             assert lapack_factor is not None and limited == ()
-            np.testing.assert_allclose(dq, expected, rtol=0, atol=1e-12)
             lower = np.tril(factor)
             gram = problem.jacobian @ problem.jacobian.T + np.diag(problem.row_damping)
             np.testing.assert_allclose(lower @ lower.T, gram, atol=1e-12)
@@ -336,8 +337,8 @@ def test_compiled_step_equals_the_numpy_step_or_hands_over_when_a_limit_binds(ta
             np.testing.assert_allclose(chord, problem.jacobian.T @ np.linalg.solve(gram, problem.error),
                                        atol=1e-10)
         else:
-            assert status == ik_kernel.STEP_LEAVES_LIMITS and lapack_factor is None
-    assert statuses == {ik_kernel.STEP_OK, ik_kernel.STEP_LEAVES_LIMITS}
+            assert status == ik_kernel.STEP_LIMITED and lapack_factor is None and limited
+    assert statuses == {ik_kernel.STEP_OK, ik_kernel.STEP_LIMITED}
 
 
 def test_numpy_and_compiled_solves_agree(talos, monkeypatch):

@@ -307,8 +307,9 @@ class _Layout:
         self.jacobian = np.zeros((row, robot.nv))
         self.error = np.zeros(row)
         self.current = np.zeros(self.position_rows)
-        self.step = np.zeros(robot.nv)  # step and Cholesky factor buffers of the compiled kernel
+        self.step = np.zeros(robot.nv)  # step, Cholesky factor and free-joint buffers of the kernel
         self.factor = np.zeros((row, row))
+        self.free = np.ones(robot.nv)
         self.position_error = self.error[: self.position_rows]
         # Sums the squared errors of each 3-row block, divided by the block's squared tolerance.
         self.block_scale = np.kron(np.diag(self.inverse_tolerance_sq), np.ones((1, 3)))
@@ -486,6 +487,7 @@ class IKSolver:
         params = self.params
         max_iterations = params.max_iterations
         kernel = self._kernel if layout.rows else None
+        kernel_ok, kernel_limited = (kernel.STEP_OK, kernel.STEP_LIMITED) if kernel is not None else (0, 0)
         best_q, best_merit, best_sq = q, math.inf, None
         iterations = 0
         limited: tuple[str, ...] = ()
@@ -523,12 +525,15 @@ class IKSolver:
                 factor = None
                 self._jacobians(layout)
                 dq_p = self._preferred_step(q, posture)
-                compiled_factor = kernel is not None and kernel.full_step(
+                status = -1 if kernel is None else kernel.full_step(
                     layout.jacobian, layout.error, params.damping, params.error_damping,
                     layout.row_inverse_weight, dq_p, self._dq_lower, self._dq_upper, params.max_step,
-                    layout.step, layout.factor) == 0
+                    layout.step, layout.factor, layout.free)
+                compiled_factor = status == kernel_ok
                 if compiled_factor:  # the common case: no joint limit binds
                     dq, limited, factor = layout.step, (), layout.factor
+                elif status == kernel_limited:
+                    dq, limited, factor = layout.step, self._limited(layout.free), None
                 else:
                     dq, limited, factor = self._solve_step(
                         layout.jacobian, layout.error, self._row_damping(layout), dq_p, self._dq_lower,
@@ -540,7 +545,7 @@ class IKSolver:
                 factor_merit = merit
                 if not params.reuse_jacobian:
                     factor = None
-            elif not compiled_factor and not math.isfinite(float(dq @ dq)):
+            elif not compiled_factor and not math.isfinite(float(dq @ dq)):  # numpy chord step
                 message = "non-finite step"
                 break
             q = _integrate(self.model, q, dq)
@@ -739,8 +744,12 @@ class IKSolver:
             if peak > max_step:
                 dq *= max_step / peak
         dq = np.clip(dq, dq_lower, dq_upper)
+        return dq, self._limited(free), None
+
+    def _limited(self, free: np.ndarray) -> tuple[str, ...]:
+        """Names of the joints whose velocity index has ``free == 0``."""
         at_limit = np.flatnonzero(free == 0.0)
-        return dq, tuple(self._joint_of_v[int(i)] for i in at_limit if int(i) in self._joint_of_v), None
+        return tuple(self._joint_of_v[int(i)] for i in at_limit if int(i) in self._joint_of_v)
 
     @staticmethod
     def _damped_solve(
@@ -782,7 +791,7 @@ def _load_kernel():
     jacobian, factor, step = np.eye(1, 2), np.zeros((1, 1)), np.zeros(2)
     bounds = np.full(2, np.inf)
     ik_kernel.full_step(jacobian, np.ones(1), 1.0, 1.0, np.ones(1), np.zeros(2), -bounds, bounds, 1.0, step,
-                        factor)
+                        factor, np.ones(2))
     ik_kernel.chord_step(factor, jacobian, np.ones(1), -bounds, bounds, 1.0, step)
     return ik_kernel
 

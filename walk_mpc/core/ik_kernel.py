@@ -2,9 +2,9 @@
 ``IKSolver._solve_step`` when no joint limit binds, and the chord step, in one call each.
 
 Importing this module requires numba; :mod:`.ik` falls back to its numpy/LAPACK implementation when
-numba is not installed. The kernels only take the common path; whenever a step would leave the joint
-limits, the Gram matrix is not positive definite or the step is not finite, they return a non-zero
-status and the caller takes its numpy path (active set, error reporting) instead.
+numba is not installed. :func:`full_step` also runs the joint-limit active set of ``_solve_step``
+(e.g. Talos' grippers resting at a limit); when the Gram matrix is not positive definite or the step
+is not finite it returns a status telling the caller to take its numpy path (error reporting) instead.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ STEP_OK = 0
 STEP_NOT_POSITIVE_DEFINITE = 1
 STEP_LEAVES_LIMITS = 2
 STEP_NOT_FINITE = 3
+STEP_LIMITED = 4  # valid step with joints held at a limit (``free[k] == 0``); no reusable factor
+_ACTIVE_SET_ROUNDS = 8  # as IKSolver._solve_step
 
 
 @njit(cache=True)
@@ -41,39 +43,75 @@ def _bounded(dq, max_step, dq_lower, dq_upper):
 
 @njit(cache=True)
 def full_step(jacobian, error, damping, error_damping, row_inverse_weight, dq_p, dq_lower, dq_upper,
-              max_step, dq, factor):
-    """Damped least-squares step ``dq = dq_p + J^T (J J^T + diag(rho))^-1 (e - J dq_p)``.
+              max_step, dq, factor, free):
+    """Damped least-squares step ``dq = dq_p + J^T (J J^T + diag(rho))^-1 (e - J dq_p)``, then the
+    active set of ``IKSolver._solve_step`` on the step bounds.
 
     ``rho = (damping + error_damping |e|^2) row_inverse_weight``; the step is scaled to
-    ``max |dq| <= max_step``. Writes ``dq`` (nv,) and the lower Cholesky factor of
-    ``J J^T + diag(rho)`` into ``factor`` (m, m).
+    ``max |dq| <= max_step``. Writes ``dq`` (nv,), ``free`` (nv,: 1 for free joints, 0 for joints
+    held at a limit) and, with STEP_OK, the lower Cholesky factor of ``J J^T + diag(rho)`` into
+    ``factor`` (m, m).
 
     Returns:
-        STEP_OK, or the reason the caller must take its general path.
+        STEP_OK (no limit binds), STEP_LIMITED, or the reason the caller must take its numpy path.
     """
     m, n = jacobian.shape
     scale = 0.0
     for i in range(m):
         scale += error[i] * error[i]
     scale = damping + error_damping * scale
+    rho = np.empty(m)
+    for i in range(m):
+        rho[i] = scale * row_inverse_weight[i]
+    fixed = np.zeros(n)
+    for k in range(n):
+        free[k] = 1.0
+    if not _masked_step(jacobian, error, rho, dq_p, free, fixed, factor, dq):
+        return STEP_NOT_POSITIVE_DEFINITE
+    status = _bounded(dq, max_step, dq_lower, dq_upper)
+    if status != STEP_LEAVES_LIMITS:
+        return status
+    for _ in range(_ACTIVE_SET_ROUNDS):  # each round fixes at least one more joint at its limit
+        outside = False
+        for k in range(n):
+            if dq[k] < dq_lower[k] or dq[k] > dq_upper[k]:
+                outside = True
+                free[k] = 0.0
+                fixed[k] = min(max(dq[k], dq_lower[k]), dq_upper[k])
+        if not outside:
+            break
+        if not _masked_step(jacobian, error, rho, dq_p, free, fixed, factor, dq):
+            return STEP_NOT_POSITIVE_DEFINITE
+        if _bounded(dq, max_step, dq_lower, dq_upper) == STEP_NOT_FINITE:
+            return STEP_NOT_FINITE
+    for k in range(n):
+        dq[k] = min(max(dq[k], dq_lower[k]), dq_upper[k])
+    return STEP_LIMITED
+
+
+@njit(cache=True)
+def _masked_step(jacobian, error, rho, dq_p, free, fixed, factor, dq):
+    """``dq = free (dq_p + Jf^T (Jf Jf^T + diag(rho))^-1 (e - J fixed - Jf dq_p)) + fixed`` with
+    ``Jf = J diag(free)``; the lower Cholesky factor goes to ``factor``. False if not positive definite."""
+    m, n = jacobian.shape
     x = np.empty(m)
     for i in range(m):
         acc = error[i]
         for k in range(n):
-            acc -= jacobian[i, k] * dq_p[k]
+            acc -= jacobian[i, k] * (fixed[k] + free[k] * dq_p[k])
         x[i] = acc
         for j in range(i + 1):
             acc = 0.0
             for k in range(n):
-                acc += jacobian[i, k] * jacobian[j, k]
+                acc += jacobian[i, k] * jacobian[j, k] * free[k]
             factor[i, j] = acc
-        factor[i, i] += scale * row_inverse_weight[i]
+        factor[i, i] += rho[i]
     for j in range(m):  # Cholesky, lower triangle
         d = factor[j, j]
         for k in range(j):
             d -= factor[j, k] * factor[j, k]
         if not d > 0.0:
-            return STEP_NOT_POSITIVE_DEFINITE
+            return False
         d = math.sqrt(d)
         factor[j, j] = d
         for i in range(j + 1, m):
@@ -86,8 +124,8 @@ def full_step(jacobian, error, damping, error_damping, row_inverse_weight, dq_p,
         acc = dq_p[k]
         for i in range(m):
             acc += jacobian[i, k] * x[i]
-        dq[k] = acc
-    return _bounded(dq, max_step, dq_lower, dq_upper)
+        dq[k] = free[k] * acc + fixed[k]
+    return True
 
 
 @njit(cache=True)
