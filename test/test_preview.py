@@ -214,3 +214,20 @@ def test_windows_are_read_only_and_independent_of_later_builds():
         assert not array.flags.writeable
     with pytest.raises(InputError):
         builder.build(math.nan)
+
+
+def test_built_windows_pass_the_preview_validation_and_share_the_owner_grid():
+    builder = PreviewBuilder(walk_timeline("turning"), SoleParameters(), 0.04, 40, first_interval=0.02)
+    grid = np.array(builder.durations)  # an owner (MpcPlanner) replaces the grid by its own array
+    builder.durations = grid
+    for t in np.arange(-0.5, builder.timeline.t_end + 0.5, 0.1):
+        preview = builder.build(float(t))
+        checked = Preview(preview.durations, preview.angles, preview.lower, preview.upper, preview.zmp_ref,
+                          t_start=preview.t_start)  # raises if a built array were malformed
+        for name in ("durations", "angles", "lower", "upper", "zmp_ref"):
+            np.testing.assert_array_equal(getattr(checked, name), getattr(preview, name))
+        assert preview.durations is builder.durations and not preview.durations.flags.writeable
+    np.testing.assert_array_equal(builder.durations, grid)
+    builder.durations = np.array([0.02, 0.04, -0.04])  # checked at the next build
+    with pytest.raises(InputError):
+        builder.build(0.0)

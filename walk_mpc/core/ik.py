@@ -171,12 +171,9 @@ class IKTargets:
             if array is not None:
                 array.flags.writeable = False
         targets = object.__new__(cls)
-        setter = object.__setattr__
-        setter(targets, "com_position", com_position)
-        setter(targets, "foot_positions", MappingProxyType(foot_positions))
-        setter(targets, "foot_rotations", MappingProxyType(foot_rotations))
-        setter(targets, "torso_orientation", torso_orientation)
-        setter(targets, "posture", posture)
+        targets.__dict__.update(com_position=com_position, foot_positions=MappingProxyType(foot_positions),
+                                foot_rotations=MappingProxyType(foot_rotations),
+                                torso_orientation=torso_orientation, posture=posture)
         return targets
 
 

@@ -202,6 +202,16 @@ class Preview:
         if not math.isfinite(self.t_start):
             raise InputError("t_start", self.t_start, "a finite time [s]")
 
+    @classmethod
+    def _trusted(cls, durations: np.ndarray, angles: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+                 zmp_ref: np.ndarray, t_start: float) -> Preview:
+        """Preview of arrays the caller guarantees valid (read-only, C-contiguous, finite float64 of
+        the right shapes, durations > 0, finite ``t_start``), without the checks (internal hot path)."""
+        preview = object.__new__(cls)
+        preview.__dict__.update(durations=durations, angles=angles, lower=lower, upper=upper, zmp_ref=zmp_ref,
+                                t_start=t_start)
+        return preview
+
     @property
     def horizon(self) -> int:
         """Number of intervals N."""
@@ -299,6 +309,7 @@ class PreviewBuilder:
         self.durations = np.full(horizon, float(sampling_period))
         self.durations[0] = first
         self.durations.flags.writeable = False
+        self._checked_durations = self.durations
         self._offsets = np.cumsum(self.durations)
         phases = timeline.phases
         count = len(phases)
@@ -385,9 +396,14 @@ class PreviewBuilder:
             np.clip(progress, 0.0, 1.0, out=progress)
             progress = progress[:, None]
             ref[rows] = (1.0 - progress) * ref[rows] + progress * self._ref_end[phases]
+        durations = self.durations
+        if durations is not self._checked_durations:  # replaced by the owner (e.g. MpcPlanner): check once
+            durations = Preview(durations, angles, lower, upper, ref, t_start=t).durations
+            self.durations = self._checked_durations = durations
         for array in (angles, lower, upper, ref):
             array.flags.writeable = False
-        return Preview(self.durations, angles, lower, upper, ref, t_start=t)
+        # Finite by construction (finite t, finite timeline poses): no need to check the arrays again.
+        return Preview._trusted(durations, angles, lower, upper, ref, t)
 
 
 def stance_centre(timeline: Timeline, t: float, sole: SoleParameters) -> np.ndarray:
