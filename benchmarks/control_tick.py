@@ -18,7 +18,9 @@ tick, which cools the caches of both): a planner whose preview
 builder is the straightforward per-interval loop (the implementation before the vectorised builder;
 support boxes cached per phase), IK targets built with the public, fully validating ``IKTargets``
 constructor, and the plain 3-iteration Gauss-Newton of ``benchmarks/ik_talos.py`` for each IK solution.
-Printed: median, p99 and max of each part and of the whole tick, and the ratio ours / baseline.
+Printed: median, p99 and max of each part and of the whole tick (wall clock), and the ratio ours /
+baseline; the last line is the thread CPU time of the whole tick, which leaves out the time other
+processes held the core (compare its p99 with the wall-clock one to see how much is machine load).
 
     OPENBLAS_NUM_THREADS=1 .venv/bin/python -P benchmarks/control_tick.py [--repeats 10] [--correct-support]
 """
@@ -54,6 +56,7 @@ SINGLE_SUPPORT = 0.8  # [s]
 DOUBLE_SUPPORT = 0.3  # [s]
 N_STEPS = 10
 PARTS = ("measured CoM", "planner.step", "targets (T, 2T)", "IK both solutions", "whole tick")
+CPU = "tick, CPU time"  # thread CPU time of the whole tick: without the time other processes took the core
 
 
 class LoopPreviewBuilder(PreviewBuilder):
@@ -126,7 +129,7 @@ class Loop:
     def __init__(self, robot, planner, targets_of, solve_two, timeline, tilt, correct_support):
         self.robot, self.planner, self.targets_of, self.solve_two = robot, planner, targets_of, solve_two
         self.timeline, self.tilt, self.correct_support = timeline, tilt, correct_support
-        self.samples = {part: [] for part in PARTS}
+        self.samples = {part: [] for part in (*PARTS, CPU)}
         self.q0 = robot.reference_configuration()
 
     def start(self) -> None:
@@ -137,6 +140,7 @@ class Loop:
 
     def tick(self, t: float) -> float:
         robot, clock = self.robot, time.perf_counter_ns
+        cpu = time.thread_time_ns()
         c0 = clock()
         measured = robot.com(self.q)
         c1 = clock()
@@ -147,6 +151,7 @@ class Loop:
         c3 = clock()
         q_first, q_second = self.solve_two(targets[0], targets[1], self.q)
         c4 = clock()
+        self.samples[CPU].append(time.thread_time_ns() - cpu)
         self.q = q_first
         for part, ns in zip(PARTS, (c1 - c0, c2 - c1, c3 - c2, c4 - c3, c4 - c0)):
             self.samples[part].append(ns)
@@ -228,7 +233,7 @@ def main() -> None:
     print(f"  machine: {os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} "
           f"(after the run; concurrent work inflates p99), run {wall:.1f} s, "
           f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}")
-    for part in PARTS:
+    for part in (*PARTS, CPU):
         summary(part, ours.samples[part], base.samples[part])
 
 
