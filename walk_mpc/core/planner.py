@@ -232,9 +232,11 @@ class MpcPlanner:
                              applied, _frozen(offset), self._timeline.phase_at(t).kind, preview, plan)
 
     def _ground_height(self, t: float) -> float:
+        """Mean height of the stance soles at ``t`` [m] (the same float as np.mean, without its overhead)."""
         phase = self._timeline.phase_at(t)
-        feet = [phase.foot(f) for f in phase.stance_feet]
-        return float(np.mean([f.position[2] for f in feet]))
+        if phase.kind is PhaseKind.SINGLE:
+            return phase.foot(phase.swing_foot.other).position[2]
+        return (phase.left.position[2] + phase.right.position[2]) / 2.0
 
     def correct_support(self, foot: Foot, measured_pose: FootPose, t: Optional[float] = None) -> np.ndarray:
         """Replace the planned pose of the support ``foot`` by the measured one; translate every later
