@@ -1,0 +1,529 @@
+"""The walk_behavior node over real DDS: Walk action outcomes, feedback, queue_steps, aborts from the graph.
+
+One node process (feet not measured) serves the scenarios in order; the test process streams SensorState
+(stamps 10 ms apart, faster than real time: the node's time is the stamps) and is the action client.
+A second process, in its own namespace, measures the feet of Talos by forward kinematics.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import sys
+import threading
+import time
+
+import pytest
+
+from walk_mpc.core.step import Foot, Step
+from walk_mpc.core.walk_behavior import SUBSTATE_FLAGS, WalkErrorCode, WalkFlags
+
+pytestmark = pytest.mark.ros
+
+NS = 1_000_000_000
+SAMPLE_PERIOD_NS = 10_000_000  # stamps advance 10 ms per sample
+PACE = 0.003  # [s] wall time between samples: about 3x faster than real time
+SENSOR_TIMEOUT = 0.5  # [s] steady clock; above any scheduling hiccup of a loaded machine
+NODE_ARGS = ("--ros-args", "-p", "measure_feet:=false", "-p", f"sensor_timeout:={SENSOR_TIMEOUT}")
+
+SWAYING = WalkFlags.WALK_SUBSTATE_SWAYING
+STEPPING = WalkFlags.WALK_SUBSTATE_STEPPING
+CATCHING = WalkFlags.WALK_SUBSTATE_CATCHING
+
+
+def step_k(k: int, length: float = 0.1, duration: float = 0.8, half_width: float = 0.085) -> Step:
+    """Step k of a straight walk from the default stance: odd indices left, even right."""
+    left = k % 2 == 1
+    return Step(k, Foot.LEFT if left else Foot.RIGHT, duration,
+                (k * length, half_width if left else -half_width, 0.0))
+
+
+def straight(first: int, last: int, **kwargs) -> list[Step]:
+    return [step_k(k, **kwargs) for k in range(first, last + 1)]
+
+
+def wait_for(condition, what: str, process=None, timeout: float = 30.0) -> None:
+    """Poll ``condition()`` (the client's executor runs in its own thread); fail on timeout or node exit."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if process is not None and process.proc.poll() is not None:
+            pytest.fail(f"node exited ({process.proc.returncode}) while waiting for {what}:\n"
+                        f"{process.output()}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"timeout waiting for {what}" + (f":\n{process.output()}" if process else ""))
+        time.sleep(0.002)
+
+
+def substates(feedback) -> list[WalkFlags]:
+    """Substate of each feedback, consecutive repeats merged."""
+    out = []
+    for fb in feedback:
+        substate = WalkFlags(fb.walk.status_flags) & SUBSTATE_FLAGS
+        if not out or out[-1] != substate:
+            out.append(substate)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# Test-process ROS side: a client node spun in a background thread, and a SensorState stream
+# ---------------------------------------------------------------------------------------------------
+
+
+class SensorStream:
+    """Publishes SensorState samples (stamps 10 ms apart, ``PACE`` s of wall time apart) from a thread."""
+
+    def __init__(self, publisher, sample=None, t0_ns: int = 1000 * NS) -> None:
+        from walk_mpc.msg import SensorState
+
+        self.publisher = publisher
+        self.sample = sample if sample is not None else SensorState()
+        self.t0_ns = t0_ns
+        self.count = 0
+        self._running = threading.Event()
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stopped.is_set():
+            if not self._running.wait(0.05):
+                continue
+            stamp = self.t0_ns + self.count * SAMPLE_PERIOD_NS
+            self.sample.header.stamp.sec, self.sample.header.stamp.nanosec = divmod(stamp, NS)
+            self.publisher.publish(self.sample)
+            self.count += 1
+            time.sleep(PACE)  # pacing the stream (the stamps, not this, are the node's time)
+
+    def start(self) -> None:
+        self._running.set()
+
+    def pause(self) -> None:
+        self._running.clear()
+
+    @contextlib.contextmanager
+    def held(self):
+        """No sample published inside the block (a few ms: far below the sensor timeout)."""
+        self.pause()
+        try:
+            yield
+        finally:
+            self.start()
+
+    def close(self) -> None:
+        self._stopped.set()
+        self._thread.join(timeout=5.0)
+
+
+class Client:
+    """Action client, service client, topic endpoints, spun by a SingleThreadedExecutor in a thread."""
+
+    def __init__(self, namespace: str = "") -> None:
+        import rclpy
+        from rclpy.action import ActionClient
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+        from std_msgs.msg import Bool
+
+        from walk_mpc.action import Walk
+        from walk_mpc.msg import FootstepPlan, SensorState, TickTiming, WalkFeedback
+        from walk_mpc.srv import QueueSteps
+
+        self.Walk, self.QueueSteps, self.TickTiming, self.Bool = Walk, QueueSteps, TickTiming, Bool
+        ns = namespace.rstrip("/")
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node("walk_behavior_test", context=self.context)
+        reliable = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
+                              reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+        latched = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.action_name = f"{ns}/walk"
+        self.action = ActionClient(self.node, Walk, self.action_name, feedback_sub_qos_profile=reliable)
+        self.queue = self.node.create_client(QueueSteps, f"{ns}/walk/queue_steps")
+        self.plans = []
+        self.statuses = []
+        sub = self.node.create_subscription
+        self.plan_sub = sub(FootstepPlan, f"{ns}/walk/plan", self.plans.append, latched)
+        self.status_sub = sub(WalkFeedback, f"{ns}/walk/status", self.statuses.append, reliable)
+        self.sensor_pub = self.node.create_publisher(SensorState, f"{ns}/sensor_state", reliable)
+        self.mpc_pub = self.node.create_publisher(TickTiming, f"{ns}/mpc/timing", reliable)
+        self.ik_pub = self.node.create_publisher(TickTiming, f"{ns}/ik/timing", reliable)
+        self.fall_pub = self.node.create_publisher(Bool, f"{ns}/sim/fall", latched)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+        self._thread.start()
+
+    def _spin(self) -> None:
+        with contextlib.suppress(Exception):
+            self.executor.spin()
+
+    def wait_ready(self, process) -> None:
+        wait_for(lambda: self.action.server_is_ready() and self.queue.service_is_ready()
+                 and self.sensor_pub.get_subscription_count() >= 1
+                 and self.fall_pub.get_subscription_count() >= 1
+                 and self.mpc_pub.get_subscription_count() >= 1
+                 and self.ik_pub.get_subscription_count() >= 1, "the node's endpoints", process)
+
+    def wait_status(self, process) -> None:
+        """Wait for the next walk/status (the node processed a fresh sample)."""
+        count = len(self.statuses)
+        wait_for(lambda: len(self.statuses) > count, "a walk/status", process)
+
+    def send(self, steps, plan_complete: bool = True, process=None) -> Goal:
+        """Send a goal (Step objects or StepData messages) and wait until the server accepted it."""
+        from walk_mpc.msg import StepData
+        from walk_mpc.nodes.conversions import step_to_msg
+
+        goal = Goal()
+        msg = self.Walk.Goal(steps=[s if isinstance(s, StepData) else step_to_msg(s) for s in steps],
+                             plan_complete=plan_complete)
+        future = self.action.send_goal_async(
+            msg, feedback_callback=lambda m: goal.feedback.append(m.feedback))
+        wait_for(future.done, "the goal response", process)
+        goal.handle = future.result()
+        assert goal.handle.accepted  # the node accepts every goal and reports refusals as results
+        goal.result_future = goal.handle.get_result_async()
+        return goal
+
+    def queue_steps(self, steps, plan_complete: bool, process=None):
+        from walk_mpc.nodes.conversions import step_to_msg
+
+        request = self.QueueSteps.Request(steps=[step_to_msg(s) for s in steps], plan_complete=plan_complete)
+        future = self.queue.call_async(request)
+        wait_for(future.done, "the queue_steps response", process)
+        return future.result()
+
+    def close(self) -> None:
+        import rclpy
+
+        self.action.destroy()
+        self.executor.shutdown(timeout_sec=2.0)
+        self.node.destroy_node()
+        rclpy.try_shutdown(context=self.context)
+        self._thread.join(timeout=5.0)
+
+
+class Goal:
+    """A sent goal: its handle, its feedback as received, its result future."""
+
+    def __init__(self) -> None:
+        self.handle = None
+        self.result_future = None
+        self.feedback = []
+
+    def wait_feedback(self, condition, what, process=None):
+        wait_for(lambda: any(condition(fb) for fb in list(self.feedback)), what, process)
+
+    def outcome(self, process=None, timeout: float = 30.0):
+        """(GoalStatus, Walk.Result) once the goal ended."""
+        wait_for(self.result_future.done, "the goal result", process, timeout)
+        response = self.result_future.result()
+        return response.status, response.result
+
+
+@pytest.fixture(scope="module")
+def walk_node(tmp_path_factory):
+    from conftest import NodeProcess
+
+    log = tmp_path_factory.mktemp("walk_behavior") / "walk_behavior.log"
+    process = NodeProcess([sys.executable, "-P", "-m", "walk_mpc.nodes.walk_behavior", *NODE_ARGS], log)
+    yield process
+    assert process.stop() == 0, process.output()
+
+
+@pytest.fixture(scope="module")
+def client(walk_node):
+    ros = Client()
+    ros.wait_ready(walk_node)
+    yield ros
+    ros.close()
+
+
+@pytest.fixture(scope="module")
+def stream(client, walk_node):
+    sensor = SensorStream(client.sensor_pub)
+    sensor.start()
+    wait_for(lambda: client.plans and client.statuses, "the first plan and status", walk_node)
+    yield sensor
+    sensor.close()
+
+
+@pytest.fixture
+def standing(client, stream, walk_node):
+    """The node in Stand with the stream running, at the start of a scenario."""
+    stream.start()
+    count = len(client.statuses)
+    wait_for(lambda: len(client.statuses) > count and client.statuses[-1].behavior == 0, "Stand", walk_node)
+    return client
+
+
+@pytest.fixture
+def goal_status():
+    from action_msgs.msg import GoalStatus
+
+    return GoalStatus
+
+
+# ---------------------------------------------------------------------------------------------------
+# Scenarios (one node process, in this order)
+# ---------------------------------------------------------------------------------------------------
+
+
+def test_goal_before_any_sensor_state_aborts_with_sensor_timeout(client, walk_node, goal_status):
+    goal = client.send(straight(1, 4), process=walk_node)
+    status, result = goal.outcome(walk_node)
+    assert status == goal_status.STATUS_ABORTED
+    assert result.error_code == WalkErrorCode.SENSOR_TIMEOUT
+    assert "no SensorState received" in result.error_msg and "/sensor_state" in result.error_msg
+    assert not client.plans  # no time base yet: no plan published
+
+
+def test_four_step_walk_succeeds_with_ordered_feedback_and_plans(standing, walk_node, stream, goal_status):
+    from walk_mpc.tools.send_walk import send_walk
+
+    client = standing
+    plans_before = len(client.plans)
+    feedback = []
+    steps = straight(1, 4)
+    outcome = send_walk(client.node, steps, True, feedback.append, result_timeout=30.0)
+
+    assert outcome.succeeded, outcome
+    assert (outcome.status, outcome.error_code, outcome.last_completed_step_index) == (
+        goal_status.STATUS_SUCCEEDED, WalkErrorCode.NONE, 4)
+    assert outcome.offending_step_indices == ()
+    # feedback: indices never decrease and reach 4; one substate at a time: SWAYING, STEPPING, CATCHING
+    indices = [fb.walk.current_step_index for fb in feedback]
+    assert indices == sorted(indices) and indices[0] == 0 and indices[-1] == 4
+    assert set(indices) == {0, 1, 2, 3, 4}
+    assert substates(feedback) == [SWAYING, STEPPING, CATCHING]
+    assert all(fb.walk.next_step_index_needed == 5 for fb in feedback)
+    assert all(fb.walk.behavior == 1 for fb in feedback)
+    assert all(len(fb.walk.step_queue_saturated) == len(fb.walk.step_saturation) <= 4 for fb in feedback)
+    # the support foot is reported in single support with its planned pose: the stance foot of the step
+    singles = [fb for fb in feedback if fb.support_foot_index >= 0]
+    assert singles
+    for fb in singles:
+        swinging = fb.walk.current_step_index + 1
+        assert fb.support_foot_index == int(step_k(swinging).foot.other)
+    # plans: a walking plan with the 4 steps, then Stand; ids increase; stamp on the sensor time grid
+    plans = client.plans[plans_before:]
+    assert [p.walking for p in plans][-1] is False
+    walking = [p for p in plans if p.walking]
+    assert walking and [s.step_index for s in walking[0].steps] == [1, 2, 3, 4]
+    assert [round(s.position.x, 9) for s in walking[0].steps] == [0.1, 0.2, 0.3, 0.4]
+    ids = [p.plan_id for p in client.plans]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)
+    stamp_ns = walking[0].header.stamp.sec * NS + walking[0].header.stamp.nanosec
+    offset = (stamp_ns - stream.t0_ns) % SAMPLE_PERIOD_NS
+    assert min(offset, SAMPLE_PERIOD_NS - offset) <= 1000  # the instant of a sample, to the microsecond
+    final = plans[-1]
+    assert (round(final.left_start_position.x, 9), round(final.right_start_position.x, 9)) == (0.3, 0.4)
+
+
+def test_invalid_foot_index_aborts_with_invalid_step_naming_it(standing, walk_node, goal_status):
+    from walk_mpc.nodes.conversions import step_to_msg
+
+    steps = [step_to_msg(s) for s in straight(1, 4)]
+    steps[1].foot_index = 7
+    goal = standing.send(steps, process=walk_node)
+    status, result = goal.outcome(walk_node)
+    assert status == goal_status.STATUS_ABORTED
+    assert result.error_code == WalkErrorCode.INVALID_STEP
+    assert "step 2" in result.error_msg and "foot_index 7" in result.error_msg
+    assert list(result.offending_step_indices) == [2]
+    assert result.last_completed_step_index == 0
+    wait_for(lambda: "refused: INVALID_STEP" in walk_node.output(), "the refusal in the log", walk_node)
+
+
+def test_same_foot_twice_ends_inconsistent_steps_with_offending_indices(standing, walk_node, goal_status):
+    steps = [step_k(1), Step(2, Foot.LEFT, 0.8, (0.2, 0.085, 0.0)), step_k(3), step_k(4)]
+    goal = standing.send(steps, process=walk_node)
+    status, result = goal.outcome(walk_node)
+    assert status == goal_status.STATUS_ABORTED
+    assert result.error_code == WalkErrorCode.INCONSISTENT_STEPS
+    assert list(result.offending_step_indices) == [1, 2]
+    assert "foot 0" in result.error_msg
+    assert result.last_completed_step_index == 0  # the walk stops before lifting a foot
+    assert any(fb.walk.status_flags & WalkFlags.WALK_ERROR_INCONSISTENT_STEPS for fb in goal.feedback)
+
+
+def test_cancel_mid_walk_finishes_the_swing_and_ends_canceled(standing, walk_node, goal_status):
+    goal = standing.send(straight(1, 10), process=walk_node)
+    goal.wait_feedback(lambda fb: fb.walk.current_step_index >= 1, "the first touchdown", walk_node)
+    cancel = goal.handle.cancel_goal_async()
+    wait_for(cancel.done, "the cancel response", walk_node)
+    assert len(cancel.result().goals_canceling) == 1
+    status, result = goal.outcome(walk_node)
+    assert status == goal_status.STATUS_CANCELED
+    assert result.error_code == WalkErrorCode.CANCELED
+    assert 1 <= result.last_completed_step_index <= 3  # at most the swinging step after the request
+    assert substates(goal.feedback)[-1] == CATCHING
+    assert standing.plans[-1].walking is False
+
+
+def test_new_goal_preempts_the_running_goal_which_ends_preempted(standing, walk_node, goal_status):
+    first = standing.send(straight(1, 8), process=walk_node)
+    first.wait_feedback(lambda fb: fb.walk.current_step_index >= 1, "the first touchdown", walk_node)
+    second = standing.send(straight(1, 10), process=walk_node)  # same committed steps, two more at the end
+    status, result = first.outcome(walk_node)
+    assert status == goal_status.STATUS_ABORTED
+    assert result.error_code == WalkErrorCode.PREEMPTED
+    assert result.error_msg == f"preempted by goal {bytes(second.handle.goal_id.uuid).hex()[:8]}"
+    assert result.last_completed_step_index >= 1
+    status, result = second.outcome(walk_node)
+    assert status == goal_status.STATUS_SUCCEEDED, result.error_msg
+    assert (result.error_code, result.last_completed_step_index) == (WalkErrorCode.NONE, 10)
+    # the walk never stopped in between: the second goal's feedback starts stepping, not swaying
+    assert substates(second.feedback) == [STEPPING, CATCHING]
+
+
+def test_queue_steps_streams_an_open_goal_in_windows_of_four(standing, walk_node, stream, goal_status):
+    response = standing.queue_steps(straight(1, 4), False, walk_node)
+    assert not response.accepted and "not walking" in response.message
+
+    total = 10
+    plan = straight(1, total)
+    goal = standing.send(plan[:4], plan_complete=False, process=walk_node)
+    sent_for, responses = 4, []
+    while not goal.result_future.done():
+        needed = goal.feedback[-1].walk.next_step_index_needed if goal.feedback else 0
+        if sent_for < needed <= total:
+            with stream.held():  # the walk waits for the answer: no race with the next touchdown
+                window = plan[max(0, needed - 4):needed]
+                responses.append(standing.queue_steps(window, needed == total, walk_node))
+            sent_for = needed
+        def decided(needed=needed):
+            return goal.result_future.done() or (
+                goal.feedback and goal.feedback[-1].walk.next_step_index_needed != needed)
+
+        wait_for(decided, "the next decision", walk_node)
+    status, result = goal.outcome(walk_node)
+    assert status == goal_status.STATUS_SUCCEEDED, result.error_msg
+    assert (result.error_code, result.last_completed_step_index) == (WalkErrorCode.NONE, total)
+    assert len(responses) == total - 4
+    assert all(r.accepted for r in responses), [r.message for r in responses]
+    assert [r.next_step_index_needed for r in responses] == list(range(5, total + 1))
+    assert "plan ends at step 10" in responses[-1].message
+    insufficient = WalkFlags.WALK_WARNING_INSUFFICIENT_STEP_DATA
+    assert not any(fb.walk.status_flags & insufficient for fb in goal.feedback)
+
+
+@pytest.mark.parametrize("source, code", [
+    ("mpc", WalkErrorCode.PLANNER_FAILURE),
+    ("ik", WalkErrorCode.IK_FAILURE),
+    ("fall", WalkErrorCode.FALL_DETECTED),
+])
+def test_failure_reported_by_the_graph_aborts_the_walk(standing, walk_node, goal_status, source, code):
+    goal = standing.send(straight(1, 10), process=walk_node)
+    goal.wait_feedback(lambda fb: fb.walk.status_flags & STEPPING, "stepping", walk_node)
+    if source == "fall":
+        standing.fall_pub.publish(standing.Bool(data=True))
+    else:
+        timing = standing.TickTiming(component=source, status=3)
+        (standing.mpc_pub if source == "mpc" else standing.ik_pub).publish(timing)
+    status, result = goal.outcome(walk_node)
+    assert status == goal_status.STATUS_ABORTED
+    assert result.error_code == code
+    assert result.last_completed_step_index <= 2
+    if source == "fall":
+        assert "fall detected" in result.error_msg
+        # while fallen, goals are refused at once; a fall cleared allows walking again
+        status, result = standing.send(straight(1, 4), process=walk_node).outcome(walk_node)
+        assert (status, result.error_code) == (goal_status.STATUS_ABORTED, WalkErrorCode.FALL_DETECTED)
+        standing.fall_pub.publish(standing.Bool(data=False))
+        for _ in range(100):  # until the node has the cleared fall (no other observable)
+            status, result = standing.send(straight(1, 2, length=0.0), process=walk_node).outcome(walk_node)
+            if result.error_code != WalkErrorCode.FALL_DETECTED:
+                break
+        assert (status, result.error_code) == (goal_status.STATUS_SUCCEEDED, WalkErrorCode.NONE)
+    else:
+        assert f"{'mpc_planner' if source == 'mpc' else 'ik'} reported status 3" in result.error_msg
+
+
+def test_sensor_stream_stopping_aborts_with_sensor_timeout(standing, walk_node, stream, goal_status):
+    goal = standing.send(straight(1, 10), process=walk_node)
+    goal.wait_feedback(lambda fb: fb.walk.status_flags & STEPPING, "stepping", walk_node)
+    stream.pause()
+    try:
+        status, result = goal.outcome(walk_node)
+        assert status == goal_status.STATUS_ABORTED
+        assert result.error_code == WalkErrorCode.SENSOR_TIMEOUT
+        assert "sensor_timeout" in result.error_msg and "/sensor_state" in result.error_msg
+        wait_for(lambda: standing.plans[-1].walking is False, "the Stand plan", walk_node)
+        # stale stream: a new goal is refused at once
+        status, result = standing.send(straight(1, 4), process=walk_node).outcome(walk_node)
+        assert result.error_code == WalkErrorCode.SENSOR_TIMEOUT
+    finally:
+        stream.start()
+    # the stream is back: walking works again
+    standing.wait_status(walk_node)
+    status, result = standing.send(
+        straight(1, 2, length=0.0), process=walk_node).outcome(walk_node)
+    assert status == goal_status.STATUS_SUCCEEDED, result.error_msg
+
+
+def test_node_survived_every_scenario(walk_node):
+    assert walk_node.proc.poll() is None, walk_node.output()
+    assert "Traceback" not in walk_node.output()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Measured feet (Talos forward kinematics), in a namespace of its own
+# ---------------------------------------------------------------------------------------------------
+
+
+def test_measured_support_foot_is_forward_kinematics_of_the_sensor_state(start_node, goal_status):
+    from walk_mpc.core.robot import RobotModel
+    from walk_mpc.msg import SensorState
+    from walk_mpc.tools.send_walk import send_walk
+
+    robot = RobotModel()
+    q = robot.reference_configuration()
+    q[0] += 0.5  # the robot stands half a meter ahead of the configured initial feet
+    joints = robot.joint_positions(q)
+    sample = SensorState(joint_names=list(joints) + ["unknown_joint"],
+                         joint_pos=list(joints.values()) + [0.0], base_estimate_valid=True)
+    sample.base_pose.position.x, sample.base_pose.position.y, sample.base_pose.position.z = q[0:3]
+    o = sample.base_pose.orientation
+    o.x, o.y, o.z, o.w = q[3:7]
+    node = start_node("walk_behavior", "--ros-args", "-r", "__ns:=/talos",
+                      "-p", f"sensor_timeout:={SENSOR_TIMEOUT}")
+    ros = Client("/talos")
+    sensor = None
+    try:
+        ros.wait_ready(node)
+        sensor = SensorStream(ros.sensor_pub, sample)
+        sensor.start()
+        wait_for(lambda: ros.plans, "the first plan", node)
+        # the first measurement replaced the configured feet (x = 0) in the Stand plan
+        assert ros.plans[-1].left_start_position.x == pytest.approx(0.5, abs=1e-6)
+        assert ros.plans[-1].right_start_position.y == pytest.approx(-0.085, abs=1e-4)
+        feedback = []
+        steps = [Step(1, Foot.LEFT, 0.8, (0.5, 0.085, 0.0)), Step(2, Foot.RIGHT, 0.8, (0.5, -0.085, 0.0))]
+        outcome = send_walk(ros.node, steps, True, feedback.append, action_name="/talos/walk",
+                            result_timeout=30)
+        assert outcome.succeeded, outcome
+        singles = [fb for fb in feedback if fb.support_foot_index >= 0]
+        assert {fb.support_foot_index for fb in singles} == {0, 1}
+        for fb in singles:  # stepping in place: the measured stance foot is where the plan has it
+            d, m = fb.support_foot_desired, fb.support_foot_measured
+            assert math.dist((d.position.x, d.position.y, d.position.z),
+                             (m.position.x, m.position.y, m.position.z)) < 1e-4
+            assert abs(m.orientation.w) == pytest.approx(1.0, abs=1e-6)
+        assert node.proc.poll() is None and "Traceback" not in node.output()
+    finally:
+        if sensor is not None:
+            sensor.close()
+        ros.close()
+
+
+@pytest.mark.parametrize("override, name", [
+    ("control_period:=0.0", "control_period"),
+    ("behavior.timing.sway_duration:=-1.0", "sway_duration"),
+    ("behavior.limits.max_stride:=0.3", "behavior.limits.max_stride"),  # unknown parameter
+])
+def test_bad_parameter_exits_with_code_2_naming_it(start_node, override, name):
+    node = start_node("walk_behavior", "--ros-args", "-p", "measure_feet:=false", "-p", override)
+    assert node.proc.wait(timeout=20) == 2, node.output()
+    assert "configuration error" in node.output() and name in node.output(), node.output()

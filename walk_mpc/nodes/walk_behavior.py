@@ -1,0 +1,683 @@
+"""ROS 2 node ``walk_behavior``: the Walk action and the footstep queue over the core state machine.
+
+Interfaces (names relative to the node's namespace, defaults of :class:`WalkBehaviorNodeParameters`):
+
+* action ``walk`` (``walk_mpc/action/Walk``): one walk goal at a time, Atlas semantics
+  (:mod:`walk_mpc.core.walk_behavior`). Every goal is *accepted* by ROS, then the core decides:
+  a goal the core refuses (malformed step, bad indices, open goal with fewer than 4 steps, a goal
+  while the walk is stopping, a preempting goal that does not follow on) ends at once, *aborted*
+  with the refusal's ``error_code`` and ``error_msg`` (a ROS goal rejection carries no message).
+  A goal accepted while another one walks preempts it: the old goal ends aborted with PREEMPTED,
+  the walk goes on without stopping. Cancel: the swinging step finishes, then catch and Stand,
+  and the goal ends *canceled* (CANCELED). Result codes: NONE -> succeeded, CANCELED -> canceled,
+  every other code -> aborted; the result carries ``error_code``, ``error_msg``,
+  ``last_completed_step_index`` and ``offending_step_indices``.
+* service ``walk/queue_steps`` (``walk_mpc/srv/QueueSteps``): add or replace steps of the running
+  walk (``accepted``, ``message``, ``next_step_index_needed``).
+* publishes ``walk/plan`` (``walk_mpc/msg/FootstepPlan``, reliable, transient local, depth 1):
+  republished with a new ``plan_id`` whenever the core's timeline changes (goal, queue, cancel,
+  abort, end of walk, re-anchoring in long walks); ``header.stamp`` = the sensor-time instant
+  that is t = 0 of the timeline (the plan's ``t0`` added to the stamp origin). In Stand,
+  ``walking`` is false and the plan has no steps: its start feet are the standing feet (and its
+  STAND phase starts when Stand began). The first plan is published at the first SensorState.
+* publishes ``walk/status`` (``walk_mpc/msg/WalkFeedback``) every control tick; the action
+  feedback (same message plus the support foot, planned and measured) goes to the active goal on
+  the same ticks.
+* subscribes ``sensor_state`` (SensorState), ``mpc/timing`` and ``ik/timing`` (TickTiming: a
+  non-zero ``status`` aborts the walk with PLANNER_FAILURE / IK_FAILURE), ``sim/fall``
+  (std_msgs/Bool, transient local: true aborts the walk with FALL_DETECTED and refuses new goals
+  until it is false again).
+
+Time base: the core advances on *every* SensorState sample, to the sample's stamp (core time =
+stamp - stamp of the first sample, from integer nanoseconds, so no drift accumulates); a sample
+whose stamp goes backwards is ignored (logged). Touchdowns are therefore resolved at the sensor
+rate. Control ticks, when ``walk/status`` and the feedback are published, are the samples whose
+stamp reaches the next multiple of ``control_period`` after the previous tick (every 2nd sample
+for 20 ms over 10 ms samples). Nothing of the walking logic uses the wall clock.
+
+Sensor timeout: when the samples stop, stamps cannot measure how long they have been missing, so
+the timeout alone uses the node's *steady* clock: a timer checks every ``control_period`` the
+steady time since the last sample. More than ``sensor_timeout`` while walking ends the walk at
+once (the behavior cannot advance without a time base): the core goes to Stand at the planned
+feet, the plan is republished with ``walking`` false, and the goal aborts with SENSOR_TIMEOUT.
+A goal arriving before any sample or while the samples are stale ends the same way at once.
+
+Measured feet: with ``measure_feet`` true the node loads ``robot`` (RobotModel) and computes the
+sole poses by forward kinematics from the SensorState joints and base estimate on every control
+tick (no measurement while ``base_estimate_valid`` is false; joints the model does not have are
+ignored). The measured support-foot pose goes into the feedback; a walk starting from Stand starts
+from the measured feet, and the first measurement replaces the configured initial feet. Without
+a measurement the configured initial feet (then the planned feet of the previous walk) are used,
+and ``support_foot_measured`` is an all-zero position with identity orientation.
+
+Bad input (malformed steps, requests, samples, an exception anywhere in a callback) is logged
+and reported; it never stops the node nor corrupts the core's state (the core refuses bad input
+without changing anything).
+
+Executors: the goal semantics follow ros2/examples' ``server_single_goal.py`` (goal and cancel
+callbacks, preemption under a lock in the accepted callback, ``is_cancel_requested`` polled each
+cycle), but the execute callback is a coroutine that never blocks a thread: it is resumed at each
+wake-up of the executor (every sample, every timer tick, and a guard condition triggered when a
+goal ends). So ``main`` spins a SingleThreadedExecutor: rclpy 9's MultiThreadedExecutor was measured
+here at 4x the CPU with the 100 Hz sensor stream stalled for up to 1.8 s (it resubmits tasks that
+its pool has not started yet). The node also works in a MultiThreadedExecutor (the in-process
+bringup): the core is guarded by one lock, the sensor subscription has a mutually exclusive
+callback group (samples in order) and the action server a reentrant one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+import threading
+import time
+from typing import Dict, Optional, Sequence, Tuple
+
+from builtin_interfaces.msg import Time
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action.server import ServerGoalHandle
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.clock import Clock, ClockType
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from std_msgs.msg import Bool
+
+from walk_mpc.action import Walk
+from walk_mpc.core.errors import InvalidStepError, ParameterError, WalkMpcError
+from walk_mpc.core.params import check_int_range, check_positive, flatten, to_mapping
+from walk_mpc.core.robot import RobotModel, yaw_of
+from walk_mpc.core.step import Foot
+from walk_mpc.core.timeline import FootPose, Timeline
+from walk_mpc.core.walk_behavior import (
+    NUM_REQUIRED_WALK_STEPS,
+    Behavior,
+    WalkBehavior,
+    WalkErrorCode,
+    WalkResult,
+    WalkStatus,
+)
+from walk_mpc.msg import FootstepPlan, SensorState, TickTiming, WalkFeedback
+from walk_mpc.nodes._common import DataclassParameters, node_options, run
+from walk_mpc.nodes.conversions import (
+    foot_pose_to_msg,
+    plan_to_msg,
+    sensor_base_pose,
+    sensor_joint_positions,
+    step_to_msg,
+    steps_from_msgs,
+)
+from walk_mpc.srv import QueueSteps
+
+NODE_NAME = "walk_behavior"
+
+#: Minimum interval between two warnings of the same kind [s].
+WARNING_PERIOD = 1.0
+
+#: History of the action feedback publisher [messages] (2 s at 50 Hz: slow clients lose nothing).
+FEEDBACK_DEPTH = 100
+
+_NS = 1_000_000_000
+
+
+@dataclasses.dataclass(frozen=True)
+class WalkBehaviorNodeParameters:
+    """Parameters of the walk_behavior node.
+
+    Attributes:
+        behavior: Gait timing and step limits of the core state machine.
+        robot: Robot model for the measured feet (forward kinematics), used if ``measure_feet``.
+        measure_feet: Whether to measure the soles from SensorState by forward kinematics.
+        sensor_timeout: Steady-clock time without SensorState that aborts a walk [s].
+        control_period: Period of ``walk/status`` and the action feedback in sensor-stamp time,
+            and of the steady-clock timeout check [s].
+        initial_left_position: Left sole position [m] until a measurement replaces it (world).
+        initial_left_yaw: Left sole yaw [rad].
+        initial_right_position: Right sole position [m] until a measurement replaces it (world).
+        initial_right_yaw: Right sole yaw [rad].
+        sensor_topic: SensorState input.
+        plan_topic: FootstepPlan output (transient local).
+        status_topic: WalkFeedback output, every control tick.
+        action_name: Walk action.
+        queue_steps_service: QueueSteps service.
+        mpc_timing_topic: TickTiming of the MPC planner (status != 0: PLANNER_FAILURE).
+        ik_timing_topic: TickTiming of the IK (status != 0: IK_FAILURE).
+        fall_topic: std_msgs/Bool fall detection (true: FALL_DETECTED).
+        queue_depth: History depth of the subscriptions and of ``walk/status`` [messages].
+    """
+
+    behavior: WalkBehavior.Parameters = dataclasses.field(default_factory=WalkBehavior.Parameters)
+    robot: RobotModel.Parameters = dataclasses.field(default_factory=RobotModel.Parameters)
+    measure_feet: bool = True
+    sensor_timeout: float = 0.1
+    control_period: float = 0.02
+    initial_left_position: Tuple[float, float, float] = (0.0, 0.085, 0.0)
+    initial_left_yaw: float = 0.0
+    initial_right_position: Tuple[float, float, float] = (0.0, -0.085, 0.0)
+    initial_right_yaw: float = 0.0
+    sensor_topic: str = "sensor_state"
+    plan_topic: str = "walk/plan"
+    status_topic: str = "walk/status"
+    action_name: str = "walk"
+    queue_steps_service: str = "walk/queue_steps"
+    mpc_timing_topic: str = "mpc/timing"
+    ik_timing_topic: str = "ik/timing"
+    fall_topic: str = "sim/fall"
+    queue_depth: int = 10
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.behavior, WalkBehavior.Parameters):
+            raise ParameterError("behavior", self.behavior, "a WalkBehavior.Parameters")
+        if not isinstance(self.robot, RobotModel.Parameters):
+            raise ParameterError("robot", self.robot, "a RobotModel.Parameters")
+        if not isinstance(self.measure_feet, bool):
+            raise ParameterError("measure_feet", self.measure_feet, "true or false")
+        check_positive("sensor_timeout", self.sensor_timeout)
+        check_positive("control_period", self.control_period)
+        for side in ("left", "right"):
+            name = f"initial_{side}_position"
+            value = getattr(self, name)
+            if len(value) != 3 or not all(math.isfinite(v) for v in value):
+                raise ParameterError(name, value, "3 finite coordinates [m]")
+            yaw = getattr(self, f"initial_{side}_yaw")
+            if not math.isfinite(yaw):
+                raise ParameterError(f"initial_{side}_yaw", yaw, "a finite angle [rad]")
+        for name in ("sensor_topic", "plan_topic", "status_topic", "action_name", "queue_steps_service",
+                     "mpc_timing_topic", "ik_timing_topic", "fall_topic"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name):
+                raise ParameterError(name, getattr(self, name), "a non-empty topic, service or action name")
+        check_int_range("queue_depth", self.queue_depth, 1)
+
+    @property
+    def initial_feet(self) -> Tuple[FootPose, FootPose]:
+        """Configured (left, right) sole poses."""
+        return (FootPose(self.initial_left_position, self.initial_left_yaw),
+                FootPose(self.initial_right_position, self.initial_right_yaw))
+
+
+class _NextWakeUp:
+    """Awaitable that suspends a coroutine callback until the executor resumes it (its next wake-up)."""
+
+    def __await__(self):
+        yield
+
+
+_NEXT_WAKE_UP = _NextWakeUp()
+
+
+@dataclasses.dataclass
+class _Goal:
+    """A goal of the action server and its outcome (set once, under the node's lock)."""
+
+    handle: ServerGoalHandle
+    key: bytes
+    done: threading.Event = dataclasses.field(default_factory=threading.Event)
+    result: Optional[WalkResult] = None
+    cancel_forwarded: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.key.hex()[:8]
+
+
+def goal_name(goal_id: object) -> str:
+    """Short printable id of a core goal id (the first 8 hex digits of the action goal UUID)."""
+    return goal_id.hex()[:8] if isinstance(goal_id, (bytes, bytearray)) else repr(goal_id)
+
+
+def declare_empty_arrays(node: Node, cls: type) -> None:
+    """Declare the empty-list defaults of ``cls`` with the value ``[]``.
+
+    Works around ``DataclassParameters`` declaring them as *uninitialized* STRING_ARRAY parameters,
+    which ``read()`` cannot get (``robot.leg_frames``, ``robot.reference_joint_names``...).
+    """
+    for name, value in flatten(to_mapping(cls())).items():
+        if isinstance(value, list) and not value and not node.has_parameter(name):
+            node.declare_parameter(name, [])
+
+
+def stamp_msg(stamp_ns: int) -> Time:
+    """builtin_interfaces/Time of a stamp in integer nanoseconds (clamped at 0)."""
+    stamp_ns = max(0, int(stamp_ns))
+    return Time(sec=stamp_ns // _NS, nanosec=stamp_ns % _NS)
+
+
+def feedback_to_msg(status: WalkStatus) -> WalkFeedback:
+    """WalkFeedback message of a core status (at most NUM_REQUIRED_WALK_STEPS queued steps)."""
+    msg = WalkFeedback()
+    msg.behavior = int(status.behavior)
+    msg.t_step_rem = float(status.t_step_rem)
+    msg.current_step_index = int(status.current_step_index)
+    msg.next_step_index_needed = int(status.next_step_index_needed)
+    msg.status_flags = int(status.status_flags)
+    queue = status.step_queue_saturated[:NUM_REQUIRED_WALK_STEPS]
+    msg.step_queue_saturated = [step_to_msg(s) for s in queue]
+    msg.step_saturation = [int(f) for f in status.step_saturation[:len(queue)]]
+    return msg
+
+
+def action_feedback(status: WalkStatus) -> Walk.Feedback:
+    """Walk action feedback of a core status (support foot -1 and empty poses in double support)."""
+    feedback = Walk.Feedback()
+    feedback.walk = feedback_to_msg(status)
+    feedback.support_foot_index = int(status.support_foot) if status.support_foot is not None else -1
+    if status.desired_support_foot_pose is not None:
+        feedback.support_foot_desired = foot_pose_to_msg(status.desired_support_foot_pose)
+    if status.measured_support_foot_pose is not None:
+        feedback.support_foot_measured = foot_pose_to_msg(status.measured_support_foot_pose)
+    return feedback
+
+
+def result_to_msg(result: WalkResult) -> Walk.Result:
+    """Walk action result of a core result."""
+    return Walk.Result(
+        error_code=int(result.error_code),
+        error_msg=str(result.error_msg),
+        last_completed_step_index=int(result.last_completed_step_index),
+        offending_step_indices=[int(i) for i in result.offending_step_indices],
+    )
+
+
+class WalkBehaviorNode(Node):
+    """Walk action server and footstep queue over :class:`~walk_mpc.core.walk_behavior.WalkBehavior`."""
+
+    def __init__(self, params: Optional[WalkBehaviorNodeParameters] = None, **kwargs) -> None:
+        """Create the node.
+
+        Args:
+            params: Parameters; None reads them from the node's ROS parameters.
+            **kwargs: Passed to ``Node.__init__`` (``parameter_overrides``, ``context``).
+
+        Raises:
+            ConfigError, ParameterError: A parameter is unknown or invalid.
+            ModelError: The robot model cannot be loaded (``measure_feet``).
+        """
+        super().__init__(NODE_NAME, **{**node_options(), **kwargs})
+        if params is None:
+            declare_empty_arrays(self, WalkBehaviorNodeParameters)
+            params = DataclassParameters(self, WalkBehaviorNodeParameters).read()
+        self.params = params
+        self._model: Optional[RobotModel] = None
+        if params.measure_feet:
+            self._model = RobotModel(params.robot)
+            if not self._model.is_biped:
+                raise ParameterError("robot.robot", params.robot.robot,
+                                     "a biped (left and right sole frames) when measure_feet is true")
+            self._model_joints = frozenset(self._model.joint_names)
+        self._lock = threading.RLock()
+        left, right = params.initial_feet
+        self._core = WalkBehavior(params.behavior, left, right)
+        self._goals: Dict[bytes, _Goal] = {}
+        self._period_ns = int(round(params.control_period * _NS))
+        self._origin_ns: Optional[int] = None  # stamp of core time 0
+        self._last_stamp_ns: Optional[int] = None
+        self._next_tick_ns = 0
+        self._last_sample_steady: Optional[float] = None  # time.monotonic() of the last sample
+        self._measured: Optional[Dict[Foot, FootPose]] = None
+        self._fallen = False
+        self._plan_id = 0
+        self._plan_timeline: Optional[Timeline] = None
+        self._plan_walking: Optional[bool] = None
+        self._shutting_down = False
+
+        depth = params.queue_depth
+        reliable = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth,
+                              reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+        latched = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self._sensor_group = MutuallyExclusiveCallbackGroup()
+        self._events_group = MutuallyExclusiveCallbackGroup()
+        self._action_group = ReentrantCallbackGroup()
+        self._plan_pub = self.create_publisher(FootstepPlan, params.plan_topic, latched)
+        self._status_pub = self.create_publisher(WalkFeedback, params.status_topic, reliable)
+        self._sensor_sub = self.create_subscription(
+            SensorState, params.sensor_topic, self._on_sensor_state, reliable,
+            callback_group=self._sensor_group)
+        self._mpc_sub = self.create_subscription(
+            TickTiming, params.mpc_timing_topic,
+            lambda msg: self._on_timing(msg, WalkErrorCode.PLANNER_FAILURE, "mpc_planner"), reliable,
+            callback_group=self._events_group)
+        self._ik_sub = self.create_subscription(
+            TickTiming, params.ik_timing_topic,
+            lambda msg: self._on_timing(msg, WalkErrorCode.IK_FAILURE, "ik"), reliable,
+            callback_group=self._events_group)
+        self._fall_sub = self.create_subscription(
+            Bool, params.fall_topic, self._on_fall, latched, callback_group=self._events_group)
+        self._service = self.create_service(
+            QueueSteps, params.queue_steps_service, self._on_queue_steps, callback_group=self._events_group)
+        self._wake_up = self.create_guard_condition(lambda: None, callback_group=self._action_group)
+        self._timer = self.create_timer(
+            params.control_period, self._on_timeout_check, callback_group=self._events_group,
+            clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self._action_server = ActionServer(
+            self, Walk, params.action_name,
+            execute_callback=self._execute,
+            goal_callback=self._on_goal,
+            handle_accepted_callback=self._on_accepted,
+            cancel_callback=self._on_cancel,
+            callback_group=self._action_group,
+            feedback_pub_qos_profile=QoSProfile(depth=FEEDBACK_DEPTH, reliability=ReliabilityPolicy.RELIABLE))
+        self.get_logger().info(
+            f"walk action '{params.action_name}', service '{params.queue_steps_service}', sensor "
+            f"'{self._sensor_sub.topic_name}', plan '{self._plan_pub.topic_name}'; feet "
+            + (f"measured with {self._model.name}" if self._model is not None else "not measured")
+            + f"; control period {params.control_period} s, sensor timeout {params.sensor_timeout} s")
+
+    # ------------------------------------------------------------------ read-only state
+
+    @property
+    def behavior(self) -> WalkBehavior:
+        """The core state machine (read-only use; hold no reference across callbacks)."""
+        return self._core
+
+    # ------------------------------------------------------------------ action server
+
+    def _on_goal(self, goal_request: Walk.Goal) -> GoalResponse:
+        """Accept every goal: the core's refusals are reported as aborted results with a message."""
+        return GoalResponse.REJECT if self._shutting_down else GoalResponse.ACCEPT
+
+    def _on_cancel(self, goal_handle: ServerGoalHandle) -> CancelResponse:
+        """Accept cancel requests; the execute loop forwards them to the core."""
+        return CancelResponse.ACCEPT
+
+    def _on_accepted(self, goal_handle: ServerGoalHandle) -> None:
+        """Hand the goal to the core under the lock (start, preempt, or refuse), then execute it."""
+        record = _Goal(goal_handle, bytes(goal_handle.goal_id.uuid))
+        with self._lock:
+            self._goals[record.key] = record
+            try:
+                self._submit(record)
+            except Exception as exc:  # noqa: BLE001 (never let a goal kill the node)
+                self.get_logger().error(f"goal {record.name}: unexpected error {exc!r}")
+                self._finish(WalkResult(record.key, WalkErrorCode.INVALID_STEP,
+                                        f"internal error handling the goal: {exc!r}", 0))
+        goal_handle.execute()
+
+    def _submit(self, record: _Goal) -> None:
+        """Start or preempt with ``record``'s goal, or finish it at once with the refusal (lock held)."""
+        goal = record.handle.request
+        refusal = self._refusal_before_core()
+        if refusal is not None:
+            code, message = refusal
+            self._refuse(record, code, message)
+            return
+        try:
+            steps = steps_from_msgs(goal.steps)
+        except InvalidStepError as exc:
+            self._refuse(record, WalkErrorCode.INVALID_STEP, str(exc),
+                         (exc.step_index,) if exc.step_index >= 0 else ())
+            return
+        if self._core.behavior is Behavior.STAND and self._measured is not None:
+            self._core.reset(self._measured[Foot.LEFT], self._measured[Foot.RIGHT])
+        answer = self._core.submit_goal(steps, bool(goal.plan_complete), goal_id=record.key)
+        if not answer.accepted:
+            rejection = answer.rejection
+            offending = (rejection.step_index,) if rejection.step_index >= 0 else ()
+            self._refuse(record, rejection.error_code, rejection.message, offending)
+            return
+        end = "plan complete" if goal.plan_complete else "plan open"
+        if answer.preempted is not None:
+            self.get_logger().info(f"goal {record.name} preempts goal {goal_name(answer.preempted.goal_id)}")
+            self._finish(dataclasses.replace(answer.preempted, error_msg=f"preempted by goal {record.name}"))
+        self.get_logger().info(f"goal {record.name}: walking {len(steps)} steps ({end})")
+        self._publish_plan_if_changed()
+
+    def _refusal_before_core(self) -> Optional[Tuple[WalkErrorCode, str]]:
+        """Why no walk can start now (no or stale sensor data, robot fallen), else None (lock held)."""
+        topic = self._sensor_sub.topic_name
+        if self._last_sample_steady is None:
+            return (WalkErrorCode.SENSOR_TIMEOUT,
+                    f"no SensorState received on '{topic}' yet: the walk needs the sensor stream "
+                    "(its stamps are the time base)")
+        age = time.monotonic() - self._last_sample_steady
+        if self._core.behavior is Behavior.STAND and age > self.params.sensor_timeout:
+            return (WalkErrorCode.SENSOR_TIMEOUT,
+                    f"no SensorState on '{topic}' for {age:.3f} s (sensor_timeout "
+                    f"{self.params.sensor_timeout} s)")
+        if self._fallen:
+            return (WalkErrorCode.FALL_DETECTED,
+                    f"the robot has fallen ('{self._fall_sub.topic_name}' is true)")
+        return None
+
+    def _refuse(self, record: _Goal, code: WalkErrorCode, message: str,
+                offending: Tuple[int, ...] = ()) -> None:
+        self.get_logger().warning(f"goal {record.name} refused: {code.name}: {message}")
+        self._finish(WalkResult(record.key, code, message, 0, tuple(offending)))
+
+    def _finish(self, result: WalkResult) -> None:
+        """Record the outcome of a goal and wake its execute callback (lock held)."""
+        record = self._goals.get(result.goal_id)
+        if record is None or record.done.is_set():
+            return
+        record.result = result
+        record.done.set()
+        self._wake_up.trigger()
+
+    async def _execute(self, goal_handle: ServerGoalHandle) -> Walk.Result:
+        """Wait for the goal's outcome, forwarding a cancel request to the core, and report it.
+
+        A coroutine: the executor resumes it at each of its wake-ups (every sample, every timer tick,
+        and the guard condition triggered when a goal ends), so no executor thread is blocked.
+        """
+        key = bytes(goal_handle.goal_id.uuid)
+        record = self._goals.get(key)
+        if record is None:  # cannot happen: _on_accepted registers it first
+            goal_handle.abort()
+            return Walk.Result(error_code=int(WalkErrorCode.INVALID_STEP), error_msg="unknown goal")
+        while not record.done.is_set():
+            if goal_handle.is_cancel_requested and not record.cancel_forwarded:
+                with self._lock:
+                    record.cancel_forwarded = True
+                    if self._core.cancel(key):
+                        self.get_logger().info(f"goal {record.name}: cancel requested, stopping the walk")
+                        self._publish_plan_if_changed()
+            await _NEXT_WAKE_UP
+        result = record.result
+        with self._lock:
+            self._goals.pop(key, None)
+        try:
+            if result.error_code == WalkErrorCode.NONE:
+                goal_handle.succeed()
+            elif result.error_code == WalkErrorCode.CANCELED and goal_handle.is_cancel_requested:
+                goal_handle.canceled()
+            else:
+                goal_handle.abort()
+        except Exception as exc:  # noqa: BLE001 (goal already terminal, e.g. at shutdown)
+            self.get_logger().warning(f"goal {record.name}: cannot set its final state: {exc}")
+        message = (f"goal {record.name} ended {result.error_code.name} after step "
+                   f"{result.last_completed_step_index}: {result.error_msg}")
+        if result.error_code == WalkErrorCode.NONE:  # one call site per severity (an rclpy rule)
+            self.get_logger().info(message)
+        else:
+            self.get_logger().warning(message)
+        return result_to_msg(result)
+
+    # ------------------------------------------------------------------ sensor stream (the time base)
+
+    def _on_sensor_state(self, msg: SensorState) -> None:
+        try:
+            self._handle_sample(msg)
+        except Exception as exc:  # noqa: BLE001 (a bad sample never stops the node)
+            self.get_logger().error(f"SensorState sample not processed: {exc!r}",
+                                    throttle_duration_sec=WARNING_PERIOD)
+
+    def _handle_sample(self, msg: SensorState) -> None:
+        stamp_ns = msg.header.stamp.sec * _NS + msg.header.stamp.nanosec
+        with self._lock:
+            self._last_sample_steady = time.monotonic()
+            first = self._origin_ns is None
+            if first:
+                self._origin_ns = self._last_stamp_ns = self._next_tick_ns = stamp_ns
+            elif stamp_ns < self._last_stamp_ns:
+                self.get_logger().warning(
+                    f"SensorState stamp {stamp_ns / _NS:.9f} s is before the previous one "
+                    f"{self._last_stamp_ns / _NS:.9f} s: sample ignored",
+                    throttle_duration_sec=WARNING_PERIOD)
+                return
+            self._last_stamp_ns = stamp_ns
+            tick = stamp_ns + self._period_ns // 4 >= self._next_tick_ns
+            if tick:
+                self._next_tick_ns += self._period_ns
+                if self._next_tick_ns <= stamp_ns:  # a gap in the stream: restart the ticks here
+                    self._next_tick_ns = stamp_ns + self._period_ns
+                self._measure(msg)
+            if first and self._measured is not None:
+                self._core.reset(self._measured[Foot.LEFT], self._measured[Foot.RIGHT])
+            t = (stamp_ns - self._origin_ns) / _NS
+            status = self._core.step(max(0.0, t - self._core.time))
+            if status.result is not None:
+                self._finish(status.result)
+            self._publish_plan_if_changed()
+            if tick:
+                self._publish_tick(status)
+
+    def _measure(self, msg: SensorState) -> None:
+        """Measured sole poses of the sample by forward kinematics (None without model or base estimate)."""
+        if self._model is None:
+            return
+        self._measured = None
+        base = sensor_base_pose(msg)
+        if base is None:
+            return
+        try:
+            joints = {n: v for n, v in sensor_joint_positions(msg).items() if n in self._model_joints}
+            q = self._model.configuration_from_joints(joints, base[0], base[1])
+            poses = self._model.foot_poses(q)
+        except WalkMpcError as exc:
+            self.get_logger().warning(f"feet not measured: {exc}", throttle_duration_sec=WARNING_PERIOD)
+            return
+        feet = {}
+        frames = {Foot.LEFT: self._model.left_foot_frame, Foot.RIGHT: self._model.right_foot_frame}
+        for foot, frame in frames.items():
+            position, rotation = poses[frame]
+            feet[foot] = FootPose(tuple(float(v) for v in position), yaw_of(rotation))
+        self._measured = feet
+
+    def _publish_tick(self, status: WalkStatus) -> None:
+        """walk/status, and the action feedback of the active goal (lock held)."""
+        if status.support_foot is not None and self._measured is not None:
+            measured = self._measured[status.support_foot]
+            status = dataclasses.replace(status, measured_support_foot_pose=measured)
+        self._status_pub.publish(feedback_to_msg(status))
+        record = self._goals.get(status.goal_id) if status.goal_id is not None else None
+        if record is not None and not record.done.is_set():
+            try:
+                record.handle.publish_feedback(action_feedback(status))
+            except Exception as exc:  # noqa: BLE001 (goal handle going away)
+                self.get_logger().warning(f"goal {record.name}: feedback not published: {exc}")
+
+    def _publish_plan_if_changed(self) -> None:
+        """Publish walk/plan with a new plan_id if the core's timeline or behavior changed (lock held)."""
+        if self._origin_ns is None:
+            return  # no time base yet: the first sample publishes the plan
+        timeline = self._core.status.timeline
+        walking = self._core.behavior is Behavior.WALK
+        if timeline is self._plan_timeline and walking == self._plan_walking:
+            return
+        self._plan_timeline, self._plan_walking = timeline, walking
+        self._plan_id += 1
+        if not walking and timeline.steps:  # Stand after a walk: the feet where it ended, no steps
+            final, timing = timeline.phases[-1], timeline.timing
+            timeline = Timeline(final.left, final.right, [], timing,
+                                t0=final.t_start - timing.sway_duration - timing.catch_duration)
+        stamp = stamp_msg(self._origin_ns + round(timeline.t0 * _NS))
+        self._plan_pub.publish(plan_to_msg(timeline, self._plan_id, walking, stamp))
+
+    # ------------------------------------------------------------------ aborts from the graph
+
+    def _abort(self, code: WalkErrorCode, message: str) -> None:
+        with self._lock:
+            goal = self._core.goal_id
+            if self._core.abort(code, message):
+                self.get_logger().error(f"goal {goal_name(goal)}: {code.name}: {message}; stopping the walk")
+                self._publish_plan_if_changed()
+
+    def _on_timing(self, msg: TickTiming, code: WalkErrorCode, component: str) -> None:
+        try:
+            if msg.status != 0:
+                stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+                self._abort(code, f"{component} reported status {msg.status} at stamp {stamp:.3f} s")
+        except Exception as exc:  # noqa: BLE001
+            self.get_logger().error(f"{component} timing not processed: {exc!r}")
+
+    def _on_fall(self, msg: Bool) -> None:
+        try:
+            with self._lock:
+                fallen, self._fallen = self._fallen, bool(msg.data)
+            if msg.data and not fallen:
+                self.get_logger().error(f"fall detected on '{self._fall_sub.topic_name}'")
+            if msg.data:
+                self._abort(WalkErrorCode.FALL_DETECTED, f"fall detected ('{self._fall_sub.topic_name}')")
+        except Exception as exc:  # noqa: BLE001
+            self.get_logger().error(f"fall message not processed: {exc!r}")
+
+    def _on_timeout_check(self) -> None:
+        """Steady-clock check of the sensor stream while walking (see the module docstring)."""
+        try:
+            with self._lock:
+                if self._core.behavior is not Behavior.WALK or self._last_sample_steady is None:
+                    return
+                age = time.monotonic() - self._last_sample_steady
+                if age <= self.params.sensor_timeout:
+                    return
+                goal, current = self._core.goal_id, self._core.status.current_step_index
+                self._core.reset()
+                message = (f"no SensorState on '{self._sensor_sub.topic_name}' for {age:.3f} s "
+                           f"(sensor_timeout {self.params.sensor_timeout} s): walk stopped at once, "
+                           "behavior Stand")
+                self.get_logger().error(f"goal {goal_name(goal)}: SENSOR_TIMEOUT: {message}")
+                self._finish(WalkResult(goal, WalkErrorCode.SENSOR_TIMEOUT, message, current))
+                self._publish_plan_if_changed()
+        except Exception as exc:  # noqa: BLE001
+            self.get_logger().error(f"sensor timeout check failed: {exc!r}",
+                                    throttle_duration_sec=WARNING_PERIOD)
+
+    # ------------------------------------------------------------------ queue_steps service
+
+    def _on_queue_steps(self, request: QueueSteps.Request,
+                        response: QueueSteps.Response) -> QueueSteps.Response:
+        try:
+            with self._lock:
+                try:
+                    steps = steps_from_msgs(request.steps)
+                except InvalidStepError as exc:
+                    response.accepted = False
+                    response.message = str(exc)
+                    response.next_step_index_needed = self._core.next_step_index_needed
+                else:
+                    answer = self._core.queue_steps(steps, bool(request.plan_complete))
+                    response.accepted = answer.accepted
+                    response.message = answer.message
+                    response.next_step_index_needed = answer.next_step_index_needed
+                    self._publish_plan_if_changed()
+        except Exception as exc:  # noqa: BLE001
+            response.accepted = False
+            response.message = f"internal error: {exc!r}"
+        if not response.accepted:
+            self.get_logger().warning(f"queue_steps refused: {response.message}")
+        return response
+
+    # ------------------------------------------------------------------ teardown
+
+    def destroy(self) -> None:
+        """End the open goals (aborted, 'node shutting down'), destroy the action server, then the node."""
+        self._shutting_down = True
+        with self._lock:
+            for record in list(self._goals.values()):
+                self._finish(WalkResult(record.key, WalkErrorCode.CANCELED,
+                                        "walk_behavior node shutting down",
+                                        self._core.status.current_step_index))
+        self._action_server.destroy()
+        self.destroy_node()
+
+
+NODE_CLASS = WalkBehaviorNode
+
+
+def main(args: Optional[Sequence[str]] = None) -> int:
+    """Run the walk_behavior node until shutdown; exit code 2 on a configuration error."""
+    return run(lambda: WalkBehaviorNode(), args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
