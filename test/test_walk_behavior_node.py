@@ -463,6 +463,17 @@ def test_sensor_stream_stopping_aborts_with_sensor_timeout(standing, walk_node, 
     assert status == goal_status.STATUS_SUCCEEDED, result.error_msg
 
 
+def test_sample_with_a_stamp_going_backwards_is_ignored_and_logged(standing, walk_node, goal_status):
+    from walk_mpc.msg import SensorState
+
+    old = SensorState()
+    old.header.stamp.sec = 1
+    standing.sensor_pub.publish(old)
+    wait_for(lambda: "is before the previous one" in walk_node.output(), "the warning", walk_node)
+    status, result = standing.send(straight(1, 2, length=0.0), process=walk_node).outcome(walk_node)
+    assert status == goal_status.STATUS_SUCCEEDED, result.error_msg
+
+
 def test_node_survived_every_scenario(walk_node):
     assert walk_node.proc.poll() is None, walk_node.output()
     assert "Traceback" not in walk_node.output()
@@ -527,3 +538,27 @@ def test_bad_parameter_exits_with_code_2_naming_it(start_node, override, name):
     node = start_node("walk_behavior", "--ros-args", "-p", "measure_feet:=false", "-p", override)
     assert node.proc.wait(timeout=20) == 2, node.output()
     assert "configuration error" in node.output() and name in node.output(), node.output()
+
+
+def test_node_class_takes_bringup_overrides_and_destroys_cleanly():
+    import rclpy
+    from rclpy.parameter import Parameter
+
+    from walk_mpc.nodes.walk_behavior import NODE_CLASS, WalkBehaviorNodeParameters
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        overrides = [Parameter("measure_feet", value=False), Parameter("control_period", value=0.01),
+                     Parameter("behavior.timing.sway_duration", value=0.4)]
+        node = NODE_CLASS(parameter_overrides=overrides, context=context)
+        try:
+            assert node.get_name() == "walk_behavior"
+            assert isinstance(node.params, WalkBehaviorNodeParameters)
+            assert node.params.control_period == 0.01
+            assert node.params.behavior.timing.sway_duration == 0.4
+            assert node.params.robot.leg_frames == ()  # empty-list defaults are readable
+        finally:
+            node.destroy()
+    finally:
+        rclpy.try_shutdown(context=context)
