@@ -143,20 +143,24 @@ def add_base_joint(spec, kind: str = "free", damping: float = 0.0) -> str:
     return root.name
 
 
-def add_floor(spec, friction: float = 1.0, name: str = "floor") -> None:
-    """An infinite ground plane at z = 0 with sliding friction ``friction``."""
+def add_floor(spec, friction: float = 1.0, name: str = "floor",
+              solref: Sequence[float] = (0.02, 1.0)) -> None:
+    """An infinite ground plane at z = 0 with sliding friction ``friction`` and contact ``solref``
+    (time constant [s], damping ratio)."""
     mj = require_mujoco()
     spec.worldbody.add_geom(name=name, type=mj.mjtGeom.mjGEOM_PLANE, size=[0.0, 0.0, 1.0],
-                            friction=[friction, 0.005, 0.0001])
+                            friction=[friction, 0.005, 0.0001], solref=list(solref))
 
 
 def add_box(spec, body_name: str, name: str, centre: Sequence[float], half_size: Sequence[float],
-            quat_wxyz: Sequence[float] = (1.0, 0.0, 0.0, 0.0), friction: float = 1.0) -> None:
-    """A massless collision box in body ``body_name`` (centre and orientation in the body frame)."""
+            quat_wxyz: Sequence[float] = (1.0, 0.0, 0.0, 0.0), friction: float = 1.0,
+            solref: Sequence[float] = (0.02, 1.0)) -> None:
+    """A massless collision box in body ``body_name`` (centre and orientation in the body frame), with
+    contact ``solref`` (time constant [s], damping ratio)."""
     mj = require_mujoco()
     body(spec, body_name).add_geom(name=name, type=mj.mjtGeom.mjGEOM_BOX, pos=list(centre),
                                    quat=list(quat_wxyz), size=list(half_size), mass=0.0,
-                                   friction=[friction, 0.005, 0.0001])
+                                   friction=[friction, 0.005, 0.0001], solref=list(solref))
 
 
 def add_site(spec, body_name: str, name: str, position: Sequence[float],

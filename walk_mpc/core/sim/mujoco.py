@@ -80,11 +80,19 @@ class _MujocoBackend(SimBackend):
             gain_kd: Derivative gain of each pattern [N m s/rad].
             armature: Rotor inertia added to every actuated joint [kg m^2].
             effort_limits: Clip actuator torques to the URDF effort limits.
+            velocity_feedforward: Servo the joint velocity to the setpoint's velocity (the slope of the
+                interpolated targets over the hardware step): torque ``kp (q* - q) + kd (v* - v)``
+                instead of ``kp (q* - q) - kd v`` (no lag of ``kd / kp`` behind a moving target).
             gravity_feedforward: Add ``g(q) - J_c^T f`` to the joint torques (bipeds).
             feedforward_substeps: Physics steps between two updates of the feed-forward (1 = every
                 step; the torques are held in between).
             sole_thickness: Thickness of the sole contact boxes [m] (bottom face on the sole frame).
             friction: Sliding friction coefficient of the contacts.
+            contact_time_constant: Time constant of the soft contacts [s] (MuJoCo ``solref``; MuJoCo
+                uses at least twice the timestep): smaller is stiffer. 5 ms (MuJoCo's default is 20 ms)
+                keeps a loaded Talos sole within 0.1 mm of the floor instead of 0.7-1.5 mm, so it
+                does not rock 0.5 degrees under a moving centre of pressure.
+            contact_damping_ratio: Damping ratio of the soft contacts (MuJoCo ``solref``).
             fall_height_ratio: Fallen when the base height drops below this fraction of its height
                 after reset.
             wheel_kd: Gain of the wheel velocity servos [N m s/rad].
@@ -104,10 +112,13 @@ class _MujocoBackend(SimBackend):
         gain_kd: tuple[float, ...] = (80.0,)
         armature: float = 0.0
         effort_limits: bool = True
+        velocity_feedforward: bool = False
         gravity_feedforward: bool = True
         feedforward_substeps: int = 1
         sole_thickness: float = 0.02
         friction: float = 1.0
+        contact_time_constant: float = 0.005
+        contact_damping_ratio: float = 1.0
         fall_height_ratio: float = 0.9
         wheel_kd: float = 0.1
         wheel_velocity_amplitude: float = 10.0
@@ -122,11 +133,13 @@ class _MujocoBackend(SimBackend):
             for name in ("kp", "kd", "armature", "friction", "wheel_kd", "wheel_velocity_amplitude",
                          "lift_height", "base_damping"):
                 check_nonnegative(name, getattr(self, name))
-            for name in ("sole_thickness", "wheel_velocity_period", "lift_frequency"):
+            for name in ("sole_thickness", "wheel_velocity_period", "lift_frequency", "contact_time_constant",
+                         "contact_damping_ratio"):
                 check_positive(name, getattr(self, name))
+            check_positive("contact_time_constant", self.contact_time_constant)
             check_int_range("feedforward_substeps", self.feedforward_substeps, 1)
             check_range("fall_height_ratio", self.fall_height_ratio, 0.0, 1.0)
-            for name in ("effort_limits", "gravity_feedforward"):
+            for name in ("effort_limits", "velocity_feedforward", "gravity_feedforward"):
                 if not isinstance(getattr(self, name), bool):
                     raise ParameterError(name, getattr(self, name), "true or false")
             patterns = tuple(self.gain_patterns)
@@ -179,6 +192,9 @@ class _MujocoBackend(SimBackend):
         unlimited = lower >= upper  # URDF joints without limits
         lower[unlimited], upper[unlimited] = -np.inf, np.inf
         self._servo = JointServo(servoed, 0.0, latency, lower, upper)
+        # Velocity feed-forward as a target offset: kp (q* + (kd / kp) v* - q) - kd v.
+        ratio = [kd / kp if kp > 0.0 else 0.0 for kp, kd in (opt.gains(n) for n in servoed)]
+        self._velocity_ratio = np.array(ratio) if opt.velocity_feedforward else None
         self._actuator_of_joint = np.array([m.actuator(n).id for n in robot.joint_names], dtype=int)
         self._imu_site = m.site("imu").id
         self._base_site = m.site("base").id
@@ -255,8 +271,9 @@ class _MujocoBackend(SimBackend):
         start = self._target
         mj, m, d = self._mj, self.model, self.data
         h = self.mujoco_params.timestep
+        offset = 0.0 if self._velocity_ratio is None else self._velocity_ratio * ((target - start) / dt)
         for k in range(1, n + 1):
-            d.ctrl[self._servo_actuators] = start + (k / n) * (target - start)
+            d.ctrl[self._servo_actuators] = start + (k / n) * (target - start) + offset
             self._before_physics_step(self._time + (k - 1) * h)
             mj.mj_step(m, d)
             self._physics_steps += 1
@@ -372,7 +389,8 @@ class MujocoSim(_MujocoBackend):
         self.pin_model, self.pin_data = model, model.createData()
         spec = mjcf.load_urdf_spec(self.robot.urdf_path)
         root = mjcf.add_base_joint(spec, "free")
-        mjcf.add_floor(spec, opt.friction)
+        solref = (opt.contact_time_constant, opt.contact_damping_ratio)
+        mjcf.add_floor(spec, opt.friction, solref=solref)
         self._add_frame_site(spec, self.robot, root, p.imu_frame or self.robot.base_frame, "imu")
         self._add_frame_site(spec, self.robot, root, self.robot.base_frame, "base")
         half = np.array([(p.sole_front + p.sole_back) / 2, (p.sole_left + p.sole_right) / 2,
@@ -383,7 +401,7 @@ class MujocoSim(_MujocoBackend):
             body = self._add_frame_site(spec, self.robot, root, frame, f"{foot}_sole")
             f = model.frames[self.robot.frame_id(frame)]
             mjcf.add_box(spec, body, f"{foot}_box", f.placement.act(centre), half,
-                         _wxyz(f.placement.rotation), opt.friction)
+                         _wxyz(f.placement.rotation), opt.friction, solref)
         self._add_servos(spec, self.robot.joint_names, opt)
         self._init_common(spec, self.robot, p.hardware_period, self.robot.joint_names, p.latency)
         m = self.model
@@ -602,7 +620,7 @@ class MujocoWheelSim(_MujocoBackend):
         spec = mjcf.load_urdf_spec(self.robot.urdf_path, keep_collision_links=tires,
                                    continuous_joints=self.wheels)
         root = mjcf.add_base_joint(spec, "planar", opt.base_damping)
-        mjcf.add_floor(spec, opt.friction)
+        mjcf.add_floor(spec, opt.friction, solref=(opt.contact_time_constant, opt.contact_damping_ratio))
         self._add_frame_site(spec, self.robot, root, self.robot.base_frame, "imu")
         self._add_frame_site(spec, self.robot, root, self.robot.base_frame, "base")
         self._add_servos(spec, self.legs, opt)
