@@ -60,7 +60,9 @@ def test_contact_forces_sum_to_the_weight_at_rest_and_their_cop_is_between_the_f
     weight = talos.mass * GRAVITY
     assert sample.contact.sum() == pytest.approx(weight, rel=0.02)
     left, right = sample.contact[:4].sum(), sample.contact[4:].sum()
-    assert abs(left - right) < 0.05 * weight
+    # Stiff (5 ms) contacts make the split of a statically indeterminate stance sensitive to sub-millimetre
+    # leg length differences: 45/55 % of the weight (49/51 % with MuJoCo's 20 ms default).
+    assert abs(left - right) < 0.15 * weight
     assert np.all(sample.contact >= 0.0)
     zmp = sample.zmp_from_contacts(sim.corner_positions())
     assert zmp[:2] == pytest.approx(state.cop[:2], abs=1e-6)  # corners carry each sole's CoP exactly
@@ -124,6 +126,37 @@ def test_trajectory_command_moves_a_joint_to_its_last_point(talos):
     assert not sim.state.fallen
 
 
+def ramp_tracking_error(talos, mujoco) -> float:
+    """Error [rad] of an arm joint following a 1 rad/s ramp, 0.3 s in."""
+    sim = make_sim(talos, mujoco)
+    name = "arm_left_4_joint"
+    k = sim.joint_names.index(name)
+    start = sim.sensor_sample().joint_pos[k]
+    sim.set_trajectory(JointTrajectoryCommand((name,), (0.0, 0.5), [[start], [start - 0.5]], stamp=0.0))
+    run(sim, 0.3)
+    return abs(sim.sensor_sample().joint_pos[k] - (start - 0.3))
+
+
+def test_velocity_feedforward_removes_most_of_the_lag_behind_a_ramp(talos):
+    lagging = ramp_tracking_error(talos, MujocoSim.Parameters())
+    feedforward = ramp_tracking_error(talos, MujocoSim.Parameters(velocity_feedforward=True))
+    assert lagging > 0.005  # about kd / kp * 1 rad/s = 10 mrad
+    assert feedforward < 0.3 * lagging
+
+
+def sole_heights(sim) -> np.ndarray:
+    """Height [m] of each sole frame after a second of standing."""
+    run(sim, 1.0)
+    return np.array([sim.data.site_xpos[s][2] for s in sim._sole_sites])
+
+
+def test_stiff_contacts_keep_the_standing_soles_within_a_tenth_of_a_millimetre_of_the_floor(talos):
+    stiff = sole_heights(make_sim(talos))  # default contact time constant: 5 ms
+    soft = sole_heights(make_sim(talos, MujocoSim.Parameters(contact_time_constant=0.02)))
+    assert np.all(np.abs(stiff) < 1e-4)
+    assert np.all(soft < -5e-4)  # MuJoCo's default 20 ms: the soles sink 0.7 mm
+
+
 def test_command_with_an_unknown_joint_is_rejected_as_a_whole(talos):
     sim = make_sim(talos)
     with pytest.raises(JointNotFound):
@@ -138,6 +171,13 @@ def test_dt_must_be_a_multiple_of_the_physics_timestep(talos):
     assert sim.time == pytest.approx(0.002)
     with pytest.raises(ParameterError):
         make_sim(talos, MujocoSim.Parameters(timestep=0.003))
+
+
+def test_parameters_reject_a_non_positive_contact_time_constant():
+    with pytest.raises(ParameterError):
+        MujocoSim.Parameters(contact_time_constant=0.0)
+    with pytest.raises(ParameterError):
+        MujocoSim.Parameters(velocity_feedforward=1)
 
 
 def test_parameters_reject_gains_that_do_not_match_their_patterns():
