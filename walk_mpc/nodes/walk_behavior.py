@@ -527,7 +527,7 @@ class WalkBehaviorNode(Node):
             status = self._core.step(max(0.0, t - self._core.time))
             if status.result is not None:
                 self._finish(status.result)
-            self._publish_plan_if_changed()
+            self._publish_plan_if_changed(status.timeline)
             if tick:
                 self._publish_tick(status)
 
@@ -566,11 +566,15 @@ class WalkBehaviorNode(Node):
             except Exception as exc:  # noqa: BLE001 (goal handle going away)
                 self.get_logger().warning(f"goal {record.name}: feedback not published: {exc}")
 
-    def _publish_plan_if_changed(self) -> None:
-        """Publish walk/plan with a new plan_id if the core's timeline or behavior changed (lock held)."""
+    def _publish_plan_if_changed(self, timeline: Optional[Timeline] = None) -> None:
+        """Publish walk/plan with a new plan_id if the core's timeline or behavior changed (lock held).
+
+        Args:
+            timeline: The core's current timeline, if the caller has it at hand.
+        """
         if self._origin_ns is None:
             return  # no time base yet: the first sample publishes the plan
-        timeline = self._core.status.timeline
+        timeline = timeline if timeline is not None else self._core.status.timeline
         walking = self._core.behavior is Behavior.WALK
         if timeline is self._plan_timeline and walking == self._plan_walking:
             return
