@@ -233,8 +233,9 @@ def format_feedback(feedback: Walk.Feedback) -> str:
             f"t_step_rem {walk.t_step_rem:.3f} s support {support}")
     if feedback.support_foot_index in (0, 1):
         d, m = feedback.support_foot_desired, feedback.support_foot_measured
-        line += (f" desired ({d.position.x:.3f}, {d.position.y:.3f}, {quaternion_yaw(d.orientation):.3f})"
-                 f" measured ({m.position.x:.3f}, {m.position.y:.3f}, {quaternion_yaw(m.orientation):.3f})")
+        line += f" desired ({d.position.x:.3f}, {d.position.y:.3f}, {quaternion_yaw(d.orientation):.3f})"
+        if (m.position.x, m.position.y, m.position.z) != (0.0, 0.0, 0.0):  # all zero: not measured
+            line += f" measured ({m.position.x:.3f}, {m.position.y:.3f}, {quaternion_yaw(m.orientation):.3f})"
     return line + f" queue [{queue}]"
 
 
@@ -290,6 +291,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--action", default="walk", help="Walk action name")
     parser.add_argument("--plan-topic", default="walk/plan",
                         help="FootstepPlan topic giving the current feet")
+    parser.add_argument("--plan-timeout", type=float, default=5.0,
+                        help="[s] wait for the latched plan (the node publishes it at its first SensorState)")
     parser.add_argument("--feedback-every", type=int, default=1, metavar="N",
                         help="print every N-th feedback")
     parser.add_argument("--server-timeout", type=float, default=10.0, help="[s] wait for the action server")
@@ -303,7 +306,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     node = rclpy.create_node("send_walk")
     cancel = threading.Event()
     try:
-        feet = current_feet(node, args.plan_topic)
+        feet = current_feet(node, args.plan_topic, args.plan_timeout)
         if feet is None:
             def pose(values, default):
                 return FootPose((values[0], values[1], 0.0), values[2]) if values else default
