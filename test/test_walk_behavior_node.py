@@ -474,6 +474,16 @@ def test_sample_with_a_stamp_going_backwards_is_ignored_and_logged(standing, wal
     assert status == goal_status.STATUS_SUCCEEDED, result.error_msg
 
 
+def test_send_walk_cli_prints_feedback_and_the_result(standing, walk_node, start_node):
+    cli = start_node("walk_mpc.tools.send_walk", "--forward", "0.2", "--feedback-every", "5")
+    assert cli.proc.wait(timeout=60) == 0, cli.output()
+    output = cli.output()
+    assert "Sending goal: 2 steps" in output  # one step forward, then the feet together
+    assert "feedback: WALK SWAYING current 0" in output and "feedback: WALK CATCHING current 2" in output
+    assert "last_completed_step_index: 2" in output and "Goal finished with status: SUCCEEDED" in output
+    assert "no plan on" not in output  # the feet came from the latched walk/plan
+
+
 def test_node_survived_every_scenario(walk_node):
     assert walk_node.proc.poll() is None, walk_node.output()
     assert "Traceback" not in walk_node.output()
