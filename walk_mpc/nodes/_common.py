@@ -47,12 +47,14 @@ _ROS_BUILTIN_PARAMETERS = ("use_sim_time", "qos_overrides", "start_type_descript
 class DataclassParameters:
     """ROS parameters of a node declared from a parameters dataclass, read back into it.
 
-    The node must be created with ``automatically_declare_parameters_from_overrides=True`` (see
-    :func:`node_options`) so values from ``--params-file`` or parameter overrides are visible here; any of
-    them that is not a field of the dataclass is rejected with :class:`UnknownKeyError`, like a YAML file.
+    Values come from ``--params-file``, ``-p name:=value`` or the ``parameter_overrides`` of the node;
+    any override that is not a field of the dataclass is rejected with :class:`UnknownKeyError`, like an
+    unknown key in a YAML file (rclpy would silently ignore it). Parameters are declared with dynamic typing:
+    ROS would refuse ``1`` for a float or crash on ``[]`` in a parameters file (type NOT_SET); the dataclass
+    converts and validates the types instead, with messages naming the parameter.
 
     Args:
-        node: The node.
+        node: The node (created with :func:`node_options`).
         cls: The parameters dataclass (nested dataclasses become dotted names).
         prefix: Dotted prefix of the parameter names ('' for none).
     """
@@ -61,41 +63,45 @@ class DataclassParameters:
         self._node = node
         self._cls = cls
         self._prefix = prefix
-        defaults = flatten(to_mapping(cls()), prefix)
-        self.names = sorted(defaults)
-        # Dynamic typing: ROS would refuse `1` for a float parameter or infer a byte array for `[]`; the
-        # dataclass converts and validates types itself, with messages naming the parameter.
+        self._defaults = flatten(to_mapping(cls()), prefix)
+        self.names = sorted(self._defaults)
         descriptor = ParameterDescriptor(dynamic_typing=True)
-        for name, value in defaults.items():
+        for name, value in self._defaults.items():
             if not node.has_parameter(name):
                 node.declare_parameter(name, value, descriptor)
+
+    def _unknown_overrides(self) -> list[str]:
+        overrides = getattr(self._node, "_parameter_overrides", {})  # rclpy keeps them per node
+        start = f"{self._prefix}." if self._prefix else ""
+        return sorted(name for name in overrides
+                      if name.startswith(start) and name not in self._defaults
+                      and name.split(".")[0] not in _ROS_BUILTIN_PARAMETERS)
 
     def read(self) -> Any:
         """The dataclass built from the current parameter values.
 
         Raises:
-            UnknownKeyError: A parameter under the prefix is not a field of the dataclass.
+            UnknownKeyError: An override under the prefix is not a field of the dataclass.
             ConfigError, ParameterError: A value has the wrong type or is out of its domain.
         """
-        node, prefix = self._node, self._prefix
-        listed = node.list_parameters([prefix] if prefix else [], 0).names
-        source = f"node '{node.get_name()}' parameters"
+        source = f"node '{self._node.get_name()}' parameters"
+        unknown = self._unknown_overrides()
+        if unknown:
+            raise UnknownKeyError(unknown[0], self.names, source)
         flat = {}
-        for name in listed:
-            if name.split(".")[0] in _ROS_BUILTIN_PARAMETERS:
-                continue
-            if name not in self.names:
-                raise UnknownKeyError(name, self.names, source)
-            value = node.get_parameter(name).value
-            if isinstance(value, (list, tuple)) or type(value).__name__ == "array":
+        for name in self.names:
+            value = self._node.get_parameter(name).value
+            if value is None and isinstance(self._defaults[name], list):
+                value = []  # `[]` in a parameters file has no ROS type
+            elif isinstance(value, (list, tuple)) or type(value).__name__ == "array":
                 value = list(value)
-            flat[name[len(prefix) + 1:] if prefix else name] = value
-        return from_mapping(self._cls, unflatten(flat), source=source, prefix=prefix)
+            flat[name[len(self._prefix) + 1:] if self._prefix else name] = value
+        return from_mapping(self._cls, unflatten(flat), source=source, prefix=self._prefix)
 
 
 def node_options() -> dict[str, Any]:
-    """Keyword arguments for ``Node.__init__`` that let :class:`DataclassParameters` see every override."""
-    return {"automatically_declare_parameters_from_overrides": True}
+    """Keyword arguments for ``Node.__init__`` used by every walk_mpc node (parameters declared by us)."""
+    return {"automatically_declare_parameters_from_overrides": False}
 
 
 def bringup_overrides(node_name: str, path: Optional[os.PathLike] = None) -> list[Parameter]:

@@ -68,9 +68,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 from builtin_interfaces.msg import Duration, Time
-from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
@@ -170,19 +168,8 @@ def time_msg(ns: int) -> Time:
 
 
 def read_parameters(node: Node) -> IKNodeParameters:
-    """IKNodeParameters from the node's ROS parameters (declared from the dataclass).
-
-    Fields whose default is an empty list (``joint_names``, ``robot.leg_frames``, ...) are declared by
-    :class:`DataclassParameters` without a value; those not overridden are set to an empty list here so
-    that reading them gives the default.
-    """
-    declared = DataclassParameters(node, IKNodeParameters)
-    for name in declared.names:
-        try:
-            node.get_parameter(name)
-        except ParameterUninitializedException:
-            node.set_parameters([Parameter(name, Parameter.Type.STRING_ARRAY, [])])
-    return declared.read()
+    """IKNodeParameters from the node's ROS parameters (declared from the dataclass)."""
+    return DataclassParameters(node, IKNodeParameters).read()
 
 
 class _Hold(Exception):
