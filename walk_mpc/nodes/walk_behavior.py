@@ -87,7 +87,7 @@ from std_msgs.msg import Bool
 
 from walk_mpc.action import Walk
 from walk_mpc.core.errors import InvalidStepError, ParameterError, WalkMpcError
-from walk_mpc.core.params import check_int_range, check_positive, flatten, to_mapping
+from walk_mpc.core.params import check_int_range, check_positive
 from walk_mpc.core.robot import RobotModel, yaw_of
 from walk_mpc.core.step import Foot
 from walk_mpc.core.timeline import FootPose, Timeline
@@ -227,17 +227,6 @@ def goal_name(goal_id: object) -> str:
     return goal_id.hex()[:8] if isinstance(goal_id, (bytes, bytearray)) else repr(goal_id)
 
 
-def declare_empty_arrays(node: Node, cls: type) -> None:
-    """Declare the empty-list defaults of ``cls`` with the value ``[]``.
-
-    Works around ``DataclassParameters`` declaring them as *uninitialized* STRING_ARRAY parameters,
-    which ``read()`` cannot get (``robot.leg_frames``, ``robot.reference_joint_names``...).
-    """
-    for name, value in flatten(to_mapping(cls())).items():
-        if isinstance(value, list) and not value and not node.has_parameter(name):
-            node.declare_parameter(name, [])
-
-
 def stamp_msg(stamp_ns: int) -> Time:
     """builtin_interfaces/Time of a stamp in integer nanoseconds (clamped at 0)."""
     stamp_ns = max(0, int(stamp_ns))
@@ -296,7 +285,6 @@ class WalkBehaviorNode(Node):
         """
         super().__init__(NODE_NAME, **{**node_options(), **kwargs})
         if params is None:
-            declare_empty_arrays(self, WalkBehaviorNodeParameters)
             params = DataclassParameters(self, WalkBehaviorNodeParameters).read()
         self.params = params
         self._model: Optional[RobotModel] = None
