@@ -488,6 +488,8 @@ class WalkBehaviorNode(Node):
         try:
             self._handle_sample(msg)
         except Exception as exc:  # noqa: BLE001 (a bad sample never stops the node)
+            if not self.context.ok():
+                return  # shutting down (SIGINT) while the sample was processed
             self.get_logger().error(f"SensorState sample not processed: {exc!r}",
                                     throttle_duration_sec=WARNING_PERIOD)
 
