@@ -23,7 +23,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 import rclpy
-from rclpy.executors import MultiThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Bool
@@ -144,7 +144,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     client = rclpy.create_node("walk_mpc_demo")
     monitor = LoopMonitor()
     recorder = RecorderNode(mcap_path, RECORDED_TOPICS)
-    executor = MultiThreadedExecutor(num_threads=4)
+    executor = SingleThreadedExecutor()  # rclpy 9 MultiThreadedExecutor drops samples here
     for node in (client, monitor, recorder):
         executor.add_node(node)
     spinner = threading.Thread(target=executor.spin, daemon=True)

@@ -1,7 +1,8 @@
 """In-process bringup of the walk_mpc graph (config/graph.yaml) for machines without the ros2 CLI.
 
-Starts the same nodes with the same parameters file as launch/walk.launch.py, in one process on a
-MultiThreadedExecutor:
+Starts the same nodes with the same parameters file as launch/walk.launch.py, in one process on one
+SingleThreadedExecutor (rclpy 9's MultiThreadedExecutor drops most of a 100 Hz sensor stream here:
+it resubmits tasks its pool has not started; no walk_mpc callback blocks):
 
     python -m walk_mpc.nodes.bringup [--robot talos] [--sim kinematic|mujoco|none] [--config FILE]
     ros2 run walk_mpc bringup --robot talos
@@ -19,7 +20,7 @@ from typing import List, Optional, Sequence
 
 import rclpy
 from rclpy.context import Context
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
@@ -67,7 +68,7 @@ def _destroy(node: Node) -> None:
 
 
 class Bringup:
-    """The graph running in this process on a background MultiThreadedExecutor (tests, demo).
+    """The graph running in this process on a background executor thread (tests, demo).
 
     Use as a context manager; ``rclpy`` must be initialised for ``context`` (default: global).
     """
@@ -75,7 +76,7 @@ class Bringup:
     def __init__(self, robot: str = "talos", sim: str = "kinematic", config: Optional[str] = None,
                  context: Optional[Context] = None, extra: Optional[dict] = None) -> None:
         self.nodes = create_nodes(robot, sim, config, context, extra)
-        self.executor = MultiThreadedExecutor(num_threads=max(4, len(self.nodes) + 1), context=context)
+        self.executor = SingleThreadedExecutor(context=context)
         for node in self.nodes:
             self.executor.add_node(node)
         self._thread = threading.Thread(target=self._spin, name="walk_mpc_bringup", daemon=True)
@@ -115,7 +116,7 @@ def main(args: Optional[Sequence[str]] = None) -> int:
 
     def spin() -> None:
         nodes = create_nodes(options.robot, options.sim, options.config)
-        executor = MultiThreadedExecutor(num_threads=max(4, len(nodes) + 1))
+        executor = SingleThreadedExecutor()
         for node in nodes:
             executor.add_node(node)
         try:
