@@ -15,7 +15,8 @@ setup:
 	@tools/setup_env.sh
 
 build: setup
-	@$(ENV) CMAKE_BUILD_PARALLEL_LEVEL=2 colcon build --symlink-install --cmake-args -DBUILD_TESTING=OFF -Wno-dev
+	@$(ENV) CMAKE_BUILD_PARALLEL_LEVEL=2 colcon build --symlink-install --event-handlers console_direct- \
+	  --cmake-args -DBUILD_TESTING=OFF -Wno-dev || { echo "colcon build failed: see log/latest_build" >&2; exit 1; }
 
 test: build
 	@$(ROS) WALK_MPC_REQUIRE_ROS=1 python -P -m pytest test -q -p no:cacheprovider $(PYTEST_ARGS)
