@@ -4,18 +4,29 @@ No dynamics are integrated: the joints follow their position commands through :c
 (latency, first-order lag, joint limits), and the floating base is placed so that the feet in contact
 keep their world poses (no slip). Everything else is computed from that motion:
 
-* **Contact.** A foot in contact is *anchored*: its world pose (flat, on the ground z = 0) is fixed.
-  Each step the base pose is ``anchor * (foot in base)^-1`` for the single stance foot, or the mean of
-  the two candidates in double support. In double support, when the candidate of one foot puts the
-  other above ``contact_height`` that other foot lifts off; below ``-contact_height``, the first one
-  lifts off instead (the robot rolls onto the lower foot). A free foot lands when its sole is at
-  ``z <= contact_height``: it is anchored at its pose, z clamped to 0, roll and pitch zeroed. A foot
-  is always anchored (the robot cannot fly).
+* **Contact.** A foot in contact is *anchored*: its world pose is fixed (no slip). The base is placed
+  from the anchored feet: ``anchor * (foot in base)^-1`` (the foot's *candidate*) for a single stance
+  foot; in double support the interpolation of the two candidates with the weight
+  ``w = clip(1/2 - d / (2 landing_height), 0, 1)`` on the right foot, where ``d`` is the height of the
+  right sole above its anchor when the left foot holds the base (about minus the left sole's height
+  above its anchor when the right one holds it). While the commanded motion keeps the feet consistent
+  (``|d|`` below ``landing_height``) the base is about the mean of the candidates; as soon as the
+  commanded motion raises one foot the base is on the other foot's candidate, so the raised foot's
+  motion does not drag the base and it lifts off without a jump, when its height exceeds
+  ``contact_height``. A foot pushed into the ground (``d < 0``) stays anchored: the feet never flap
+  between anchors. A free foot lands when its sole is at ``z <= landing_height`` (hysteresis with
+  ``landing_height < contact_height``), anchored at its pose of that instant (within
+  ``landing_height`` of the ground; not flattened, so the base does not jump at touchdown). A foot
+  is always anchored (the robot cannot fly). At :meth:`~KinematicSim.reset` the feet are flat on
+  the ground.
 * **Forces.** Total normal force ``m (g + c_z'')``; dynamic ZMP ``c_xy - c_z / (g + c_z'') c_xy''``
   (``c_z`` is the CoM height above the ground; at ``c_z'' = 0`` this is the ``c - h/g c''`` of the
-  linear inverted pendulum). The CoM acceleration is the second finite difference of the CoM,
+  linear inverted pendulum). The CoM acceleration is the mean of the second finite differences of the
+  CoM over the last ``acceleration_window`` (the command period: joint setpoints are piecewise linear
+  between command points, so the sample-to-sample second differences alternate between about twice
+  the acceleration and about zero; their mean over one command period is the acceleration), then
   low-pass filtered (``acceleration_filter_time_constant``) as a compliant robot's structure would
-  smooth the 20 ms command breakpoints. Single support: all the force on the stance foot, with its
+  smooth the command breakpoints. Single support: all the force on the stance foot, with its
   centre of pressure (CoP) at the ZMP clipped into the sole. Double support: the share of each foot
   comes from the projection of the ZMP on the segment between the sole centres, and both feet get
   their CoP at their centre plus the ZMP's offset from that projection (clipped into the sole), so the
@@ -41,6 +52,7 @@ same commands: same samples.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
 
@@ -87,14 +99,19 @@ class KinematicSim(SimBackend):
             hardware_period: Default step [s] (10 ms: the NAO DCM cycle).
             lag_time_constant: First-order lag of the joint servos [s] (0 = exact tracking).
             latency: Delay from a command's reception to its effect [s].
-            contact_height: A sole at or below this height [m] is in contact (lift-off above it).
+            contact_height: Height [m] above its anchor beyond which the commanded motion lifts a foot
+                in contact off the ground (at reset: the other foot stands if within it).
+            landing_height: A free sole at or below this height [m] lands (at most ``contact_height``);
+                also the height scale of the double-support base weights.
             sole_front: Sole extent ahead of the sole frame origin, along its x axis [m].
             sole_back: Sole extent behind the origin [m].
             sole_left: Sole extent to the left of the origin, along its y axis [m].
             sole_right: Sole extent to the right of the origin [m].
             imu_frame: Frame of the IMU ('' = the base frame).
-            acceleration_filter_time_constant: Low-pass filter of the CoM acceleration used for the
-                ZMP, contact forces and contact wrenches [s] (0 = raw finite differences).
+            acceleration_window: The CoM acceleration is the mean of the second finite differences
+                over this window [s] (rounded to whole steps, at least one; the command period).
+            acceleration_filter_time_constant: Low-pass filter of the windowed CoM acceleration used for
+                the ZMP, contact forces and contact wrenches [s] (0 = none).
             zmp_clip_tolerance: Distance between the dynamic ZMP and the CoP of the forces above which a
                 step counts as clipped [m].
             fall_tilt: Base tilt from the vertical above which the robot has fallen [rad].
@@ -112,12 +129,14 @@ class KinematicSim(SimBackend):
         lag_time_constant: float = 0.01
         latency: float = 0.0
         contact_height: float = 0.002
+        landing_height: float = 0.0001
         sole_front: float = 0.1
         sole_back: float = 0.1
         sole_left: float = 0.065
         sole_right: float = 0.065
         imu_frame: str = ""
-        acceleration_filter_time_constant: float = 0.02
+        acceleration_window: float = 0.02
+        acceleration_filter_time_constant: float = 0.01
         zmp_clip_tolerance: float = 0.002
         fall_tilt: float = 0.5
         joint_position_noise: float = 0.0
@@ -136,8 +155,12 @@ class KinematicSim(SimBackend):
                          "joint_position_noise", "joint_velocity_noise", "imu_angular_velocity_noise",
                          "imu_linear_acceleration_noise"):
                 check_nonnegative(name, getattr(self, name))
-            for name in ("contact_height", "zmp_clip_tolerance"):
+            for name in ("contact_height", "landing_height", "zmp_clip_tolerance"):
                 check_positive(name, getattr(self, name))
+            if self.landing_height > self.contact_height:
+                raise ParameterError("landing_height", self.landing_height,
+                                     f"at most contact_height = {self.contact_height} m")
+            check_nonnegative("acceleration_window", self.acceleration_window)
             for name in ("sole_front", "sole_back", "sole_left", "sole_right"):
                 check_nonnegative(name, getattr(self, name))
             if self.sole_front + self.sole_back <= 0.0:
@@ -255,8 +278,11 @@ class KinematicSim(SimBackend):
         lowest = int(np.argmin([w.translation[2] for w in world]))
         self._anchors: list[pin.SE3 | None] = [None, None]
         self._anchors[lowest] = _flatten(world[lowest])
-        base = self._place_base(in_root)  # lands the other foot if it is within contact_height
-        base = self._place_base(in_root)  # as every step will place it (mean of two stance feet)
+        other = 1 - lowest
+        foot = self._anchors[lowest] * in_root[lowest].inverse() * in_root[other]
+        if foot.translation[2] <= self.params.contact_height:
+            self._anchors[other] = _flatten(foot)  # standing on both feet, flat on the ground
+        base = self._place_base(in_root)  # as every step will place it
         self._time = 0.0
         self._steps = 0
         self._clip_count = 0
@@ -267,6 +293,10 @@ class KinematicSim(SimBackend):
         self._com = np.array(pin.centerOfMass(self.model, self.data, q, False))
         self._com_velocity = np.zeros(3)
         self._com_acc = np.zeros(3)
+        window = max(1, round(self.params.acceleration_window / self.params.hardware_period))
+        # (mid-step time [s], CoM velocity [m/s]) of the last window + 1 steps; at rest before time 0.
+        self._velocities = collections.deque([(-0.5 * self.params.hardware_period, np.zeros(3))],
+                                             maxlen=window + 1)
         pin.updateFramePlacements(self.model, self.data)
         imu = self.data.oMf[self._imu_id]
         self._imu_position = imu.translation.copy()
@@ -298,7 +328,9 @@ class KinematicSim(SimBackend):
         a = (v - self._v) / dt
         com = np.array(pin.centerOfMass(self.model, self.data, q, False))
         com_velocity = (com - self._com) / dt
-        com_acc_raw = (com_velocity - self._com_velocity) / dt
+        self._velocities.append((self._time + 0.5 * dt, com_velocity))
+        (t_old, v_old), (t_new, v_new) = self._velocities[0], self._velocities[-1]
+        com_acc_raw = (v_new - v_old) / (t_new - t_old)  # mean second difference over the window
         tau_f = self.params.acceleration_filter_time_constant
         blend = 1.0 - math.exp(-dt / tau_f) if tau_f > 0.0 else 1.0
         self._com_acc = self._com_acc + blend * (com_acc_raw - self._com_acc)
@@ -323,27 +355,28 @@ class KinematicSim(SimBackend):
         return [pin.updateFramePlacement(self.model, self.data, fid).copy() for fid in self._foot_ids]
 
     def _place_base(self, in_root: list[pin.SE3]) -> pin.SE3:
-        """Base placement keeping the anchored feet fixed; updates lift-offs and landings."""
-        h = self.params.contact_height
+        """Base placement from the anchored feet (module docstring); updates lift-offs and landings."""
+        p = self.params
         anchors = self._anchors
         if anchors[0] is not None and anchors[1] is not None:
             candidates = [anchors[i] * in_root[i].inverse() for i in (0, 1)]
-            right_height = (candidates[0] * in_root[1]).translation[2] - anchors[1].translation[2]
-            if right_height > h:
+            # Height of the right sole above its anchor when the left foot holds the base (> 0: the
+            # commanded motion raises the right foot relative to the left one).
+            rise = (candidates[0] * in_root[1]).translation[2] - anchors[1].translation[2]
+            if rise > p.contact_height:
                 anchors[1] = None
-                base = candidates[0]
-            elif right_height < -h:
+                return candidates[0]
+            if rise < -p.contact_height:
                 anchors[0] = None
-                base = candidates[1]
-            else:
-                base = _mean_placement(candidates[0], candidates[1])
-        else:
-            stance = 0 if anchors[0] is not None else 1
-            base = anchors[stance] * in_root[stance].inverse()
-            swing = 1 - stance
-            foot = base * in_root[swing]
-            if foot.translation[2] <= h:
-                anchors[swing] = _flatten(foot)
+                return candidates[1]
+            weight = min(max(0.5 - 0.5 * rise / p.landing_height, 0.0), 1.0)
+            return _interpolate(candidates[0], candidates[1], weight)
+        stance = 0 if anchors[0] is not None else 1
+        base = anchors[stance] * in_root[stance].inverse()
+        swing = 1 - stance
+        foot = base * in_root[swing]
+        if foot.translation[2] <= p.landing_height:
+            anchors[swing] = foot  # touchdown where the sole is: the base does not move
         return base
 
     def _finish(self, q, v, a, imu_acc, imu_omega, com_acc) -> None:
@@ -492,10 +525,10 @@ def _flatten(placement: pin.SE3) -> pin.SE3:
     return pin.SE3(rotation_z(yaw_of(placement.rotation)), position)
 
 
-def _mean_placement(a: pin.SE3, b: pin.SE3) -> pin.SE3:
-    """Midpoint of two placements (mean position, rotation halfway along the geodesic)."""
-    rotation = a.rotation @ pin.exp3(0.5 * pin.log3(a.rotation.T @ b.rotation))
-    return pin.SE3(rotation, 0.5 * (a.translation + b.translation))
+def _interpolate(a: pin.SE3, b: pin.SE3, weight: float) -> pin.SE3:
+    """Placement ``weight`` of the way from ``a`` to ``b`` (linear position, rotation on the geodesic)."""
+    rotation = a.rotation @ pin.exp3(weight * pin.log3(a.rotation.T @ b.rotation))
+    return pin.SE3(rotation, (1.0 - weight) * a.translation + weight * b.translation)
 
 
 __all__ = ["CORNERS", "FEET", "KinematicSim"]
