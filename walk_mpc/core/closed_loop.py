@@ -4,10 +4,13 @@ One :class:`ClosedLoopWalk` runs the graph's control loop in a single process on
 :class:`~walk_mpc.core.sim.backend.SimBackend` (kinematic plant, MuJoCo). Every control tick (every
 ``control_period / hardware_period``-th sensor sample, seed 001):
 
-1. **Support-foot correction** (seed 001, second feedback): at each touchdown (end of a single-support
-   phase) the landed sole's measured position and yaw replace its planned pose and every later step is
-   translated by the same offset (:meth:`MpcPlanner.correct_support`); the IK targets follow the
-   corrected timeline. The measured height is not used: the ground is flat at the planned height.
+1. **Support-foot correction** (seed 001, second feedback):
+   :class:`~walk_mpc.core.support_correction.SupportCorrector`, the policy the mpc_planner and ik nodes
+   share: at each lift-off the stance foot, settled during the double support, takes its measured pose
+   (position, yaw and height) in place of its planned one; later steps keep their planned world poses
+   (``shift_later_steps`` False), so the planner and the IK aim each swing foot at its planned world
+   position from where the stance foot really is, and landing errors do not accumulate. The planner and
+   the IK use the same corrected timeline.
 2. **CoM feedback** (seed 001, first feedback): the planner steps with the measured CoM (ground truth
    of the backend: the model's CoM at the measured configuration with the measured base pose); the
    planner adds ``feedback_gain`` times the error to its initial state when the error exceeds
@@ -42,8 +45,9 @@ from .params import check_nonnegative, check_positive
 from .planner import MpcPlanner, PlannerOutput, PlannerParameters
 from .robot import RobotModel, yaw_of
 from .sim.backend import JointTrajectoryCommand, SimBackend, SimState
-from .step import Foot, Step
-from .timeline import FootPose, PhaseKind, Timeline
+from .step import Foot
+from .support_correction import SupportCorrectionParameters, SupportCorrector
+from .timeline import FootPose, Timeline
 from .walk_targets import walk_targets, yaw_free
 
 #: CoM feedback gain of :func:`default_planner_parameters` (see the module docstring).
@@ -57,11 +61,12 @@ class ClosedLoopParameters:
     Attributes:
         control_period: Period of the planner + IK ticks [s], a multiple of the backend's hardware period.
         com_feedback: Step the planner with the measured CoM (False: open loop on the plan).
-        support_correction: At each support change, replace the new support foot's planned pose by the
-            measured one (seed 001).
+        support_correction: At each lift-off, replace the stance foot's planned pose by the measured
+            one (seed 001; :class:`SupportCorrector`).
         shift_later_steps: With the support correction, also translate every later step by the same
-            offset (:meth:`MpcPlanner.correct_support`); False keeps their planned positions, so
-            landing errors do not accumulate along the walk.
+            offset; False keeps their planned positions, so landing errors do not accumulate along the
+            walk.
+        measured_support_height: The corrected pose takes the measured sole height (else the planned).
         resync_at_support_change: Restart the IK from the measured configuration at support changes.
         settle_time: Time simulated after the timeline's end [s] (catch and stand).
         fall_tilt: Base tilt [rad] above which the walk counts as a fall.
@@ -73,6 +78,7 @@ class ClosedLoopParameters:
     com_feedback: bool = True
     support_correction: bool = True
     shift_later_steps: bool = False
+    measured_support_height: bool = False
     resync_at_support_change: bool = True
     settle_time: float = 0.5
     fall_tilt: float = math.radians(10.0)
@@ -83,7 +89,8 @@ class ClosedLoopParameters:
         check_nonnegative("settle_time", self.settle_time)
         check_positive("fall_tilt", self.fall_tilt)
         check_positive("fall_height_ratio", self.fall_height_ratio)
-        for name in ("com_feedback", "support_correction", "shift_later_steps", "resync_at_support_change"):
+        for name in ("com_feedback", "support_correction", "shift_later_steps", "measured_support_height",
+                     "resync_at_support_change"):
             if not isinstance(getattr(self, name), bool):
                 raise ParameterError(name, getattr(self, name), "true or false")
 
@@ -97,15 +104,17 @@ class WalkOutcome:
             (or the backend reported a fall); the walk stops there.
         max_tilt: Largest base tilt from the vertical [rad].
         min_base_height_ratio: Lowest base height over its initial height [-].
-        landing_errors: Step index -> horizontal distance [m] of the landed sole to its position in the
-            original timeline.
+        landing_errors: Step index -> horizontal distance [m] of the landed sole, measured when it has
+            settled (the next lift-off, or CATCH for the last step), to its position in the original
+            timeline.
         corrected_landing_errors: Step index -> the same, to its position in the corrected plan at
-            touchdown (what the support-foot correction then absorbs).
+            that time (what the support-foot correction then absorbs).
         final_com_error: Horizontal distance [m] of the final CoM to the middle of the final planned
             feet of the original timeline.
         ik_failures: Control ticks whose IK did not converge.
         sim_time: Simulated time [s].
         wall_time: Wall time of the run [s].
+        landing_yaw_errors: Step index -> landed minus planned yaw [rad] (original timeline).
     """
 
     fallen: bool
@@ -117,6 +126,8 @@ class WalkOutcome:
     ik_failures: int
     sim_time: float
     wall_time: float
+
+    landing_yaw_errors: dict[int, float] = dataclasses.field(default_factory=dict)
 
     @property
     def real_time_factor(self) -> float:
@@ -193,14 +204,16 @@ class ClosedLoopWalk:
         if abs(planner_params.control_period - p.control_period) > 1e-9:
             raise ParameterError("planner_params.control_period", planner_params.control_period,
                                  f"the loop's control period {p.control_period} s")
+        self.corrector = SupportCorrector(SupportCorrectionParameters(
+            enabled=p.support_correction, shift_later_steps=p.shift_later_steps,
+            measured_height=p.measured_support_height))
         self.planner = MpcPlanner(planner_params)
-        self.planner.set_timeline(timeline)
+        self.planner.set_timeline(self.corrector.set_plan(timeline))
         self.solver = IKSolver(robot, ik_params)
         self._tilt = yaw_free(robot.frame_pose(robot.reference_configuration(), robot.torso_frame)[1])
         self._frames = {Foot.LEFT: robot.left_foot_frame, Foot.RIGHT: robot.right_foot_frame}
         self._q_model = q.copy()
         self._stance: Optional[tuple] = None
-        self._phase_index = timeline.phase_index_at(backend.time)
         self._standing_height = float(q[2])
         self._ik_failures = 0
         self._fallen = False
@@ -208,7 +221,7 @@ class ClosedLoopWalk:
         self._min_height = 1.0
         self._landing: dict[int, float] = {}
         self._corrected_landing: dict[int, float] = {}
-        self._landing_offsets: dict[int, np.ndarray] = {}  # to the corrected plan [m] (tracing)
+        self._landing_yaw: dict[int, float] = {}
         self._samples = 0
 
     @property
@@ -259,7 +272,8 @@ class ClosedLoopWalk:
         com = np.asarray(self.backend.state.com)[:2]
         return WalkOutcome(self._fallen, self._max_tilt, self._min_height, dict(self._landing),
                            dict(self._corrected_landing), float(np.linalg.norm(com - middle)),
-                           self._ik_failures, float(self.backend.time), float(wall_time))
+                           self._ik_failures, float(self.backend.time), float(wall_time),
+                           dict(self._landing_yaw))
 
     # ------------------------------------------------------------------ internals
     def _control_tick(self) -> TickRecord:
@@ -267,6 +281,7 @@ class ClosedLoopWalk:
         backend, planner = self.backend, self.planner
         t = float(backend.time)
         state = backend.state
+        self._correct_support(t, state)
         phase = planner.timeline.phase_at(t)
         if p.resync_at_support_change and self._stance is not None and phase.stance_feet != self._stance:
             self._q_model = np.array(state.q)  # support change: re-synchronise on the measured joints
@@ -292,65 +307,28 @@ class ClosedLoopWalk:
         self._min_height = min(self._min_height, ratio)
         if state.fallen or tilt > p.fall_tilt or ratio < p.fall_height_ratio:
             self._fallen = True
-            return
-        timeline = self.planner.timeline
-        index = timeline.phase_index_at(state.time)
-        if index == self._phase_index:
-            return
-        self._phase_index = index
-        phase = timeline.phases[index]
-        if phase.kind is PhaseKind.SINGLE:
-            foot = phase.stance_feet[0]  # lift-off: the new support foot has settled in double support
-        elif phase.kind is PhaseKind.CATCH:
-            foot = timeline.steps[-1].foot if timeline.steps else None
-        else:
-            return
-        if foot is None:
-            return
-        position, rotation = self.robot.frame_pose(np.asarray(state.q), self._frames[foot])
-        planned = _last_touchdown(timeline, foot, state.time)
-        if planned is not None:
-            original = next(s for s in self.original_timeline.steps if s.step_index == planned.step_index)
-            self._corrected_landing[planned.step_index] = float(
-                np.linalg.norm(position[:2] - np.asarray(planned.position)[:2]))
-            self._landing[planned.step_index] = float(
-                np.linalg.norm(position[:2] - np.asarray(original.position)[:2]))
-            self._landing_offsets[planned.step_index] = position[:2] - np.asarray(planned.position)[:2]
-            height = planned.position[2]
-        else:
-            height = timeline.phases[0].foot(foot).position[2]
-        if p.support_correction:
-            measured = FootPose((float(position[0]), float(position[1]), height), yaw_of(rotation))
-            if p.shift_later_steps:
-                self.planner.correct_support(foot, measured, state.time)
-            else:
-                self.planner.set_timeline(_replace_support(timeline, foot, measured, state.time))
-            self._phase_index = self.planner.timeline.phase_index_at(state.time)
 
+    def _correct_support(self, t: float, state: SimState) -> None:
+        """Support-foot correction of the tick (the shared policy) and the landing it measured."""
+        q = np.asarray(state.q)
 
-def _last_touchdown(timeline: Timeline, foot: Foot, t: float) -> Optional[Step]:
-    """The last step of ``foot`` that touched down at or before ``t`` [s], or None."""
-    landed = None
-    for step in timeline.steps:
-        if step.foot is foot and timeline.touchdown_time(step.step_index) <= t + 1e-9:
-            landed = step
-    return landed
+        def measure(foot: Foot) -> FootPose:
+            position, rotation = self.robot.frame_pose(q, self._frames[foot])
+            return FootPose(tuple(float(v) for v in position), yaw_of(rotation))
 
-
-def _replace_support(timeline: Timeline, foot: Foot, pose: FootPose, t: float) -> Timeline:
-    """``timeline`` with the last touchdown of ``foot`` by ``t`` (else its start pose) moved to ``pose``."""
-    landed = _last_touchdown(timeline, foot, t)
-    first = timeline.phases[0]
-    left, right = first.left, first.right
-    steps = list(timeline.steps)
-    if landed is not None:
-        index = steps.index(landed)
-        steps[index] = steps[index].replace(position=pose.position, yaw=pose.yaw)
-    elif foot is Foot.LEFT:
-        left = pose
-    else:
-        right = pose
-    return Timeline(left, right, steps, timeline.timing, timeline.t0)
+        before = self.corrector.timeline
+        correction = self.corrector.observe(t, measure)
+        if correction is None:
+            return
+        if correction.step_index > 0:
+            index = correction.step_index
+            current = next(s for s in before.steps if s.step_index == index)
+            offset = np.asarray(correction.measured.position)[:2] - np.asarray(current.position)[:2]
+            self._landing[index] = correction.position_error
+            self._landing_yaw[index] = correction.yaw_error
+            self._corrected_landing[index] = float(np.linalg.norm(offset))
+        if correction.applied:
+            self.planner.set_timeline(self.corrector.timeline)
 
 
 def walk(robot: RobotModel, backend: SimBackend, timeline: Timeline, **kwargs) -> WalkOutcome:

@@ -16,9 +16,11 @@ and the state at ``t + Tc`` is exact; with ``Tc == T`` the grid is uniform and t
 start is shifted by one interval each tick. The target at ``t + 2 Tc`` follows the plan (second
 jerk) exactly.
 
-At each touchdown the caller reports the measured sole pose with :meth:`MpcPlanner.correct_support`:
-the planned pose of that foot is replaced by the measured one and every later step is translated by
-the same offset (seed 001, second feedback).
+Support-foot correction (seed 001, second feedback) is a policy of its own,
+:class:`~walk_mpc.core.support_correction.SupportCorrector`, shared with the IK: the caller feeds it the
+plan and the measured feet and gives the planner its corrected timeline (:meth:`MpcPlanner.set_timeline`).
+:meth:`MpcPlanner.correct_support` is the older one-shot form (replace a support foot by its measured pose
+and translate every later step by the same offset).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from .mpc import Mpc, MpcParameters, Plan, PlanStatus
 from .params import check_nonnegative, check_range
 from .preview import Preview, PreviewBuilder, SoleParameters, stance_centre
 from .step import Foot
+from .support_correction import corrected_timeline, last_touchdown
 from .timeline import FootPose, PhaseKind, Timeline
 
 
@@ -262,34 +265,10 @@ class MpcPlanner:
             raise InputError("measured_pose", measured_pose, "a FootPose")
         if t is None:
             t = self._t_last if self._t_last is not None else timeline.t0
-        landed = None
-        for phase in timeline.phases:
-            if phase.kind is PhaseKind.SINGLE and phase.swing_foot is foot and phase.t_end <= t + 1e-9:
-                landed = phase.step_index
-        first = timeline.phases[0]
-        left, right = first.left, first.right
-        measured = np.asarray(measured_pose.position)
-        if landed is None:
-            planned = first.foot(foot)
-            offset = measured - np.asarray(planned.position)
-            if foot is Foot.LEFT:
-                left = measured_pose
-            else:
-                right = measured_pose
-            later = [s for s in timeline.steps]
-        else:
-            planned_step = next(s for s in timeline.steps if s.step_index == landed)
-            offset = measured - np.asarray(planned_step.position)
-            later = [s for s in timeline.steps if s.step_index > landed]
-        steps = []
-        for step in timeline.steps:
-            if landed is not None and step.step_index == landed:
-                steps.append(step.replace(position=tuple(measured), yaw=measured_pose.yaw))
-            elif step in later:
-                steps.append(step.replace(position=tuple(np.asarray(step.position) + offset)))
-            else:
-                steps.append(step)
-        self.set_timeline(Timeline(left, right, steps, timeline.timing, timeline.t0))
+        landed = last_touchdown(timeline, foot, t)
+        planned = timeline.phases[0].foot(foot) if landed is None else FootPose.of_step(landed)
+        offset = np.asarray(measured_pose.position) - np.asarray(planned.position)
+        self.set_timeline(corrected_timeline(timeline, foot, measured_pose, t, shift_later_steps=True))
         return _frozen(offset)
 
 

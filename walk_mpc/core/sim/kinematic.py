@@ -15,10 +15,10 @@ keep their world poses (no slip). Everything else is computed from that motion:
   motion does not drag the base and it lifts off without a jump, when its height exceeds
   ``contact_height``. A foot pushed into the ground (``d < 0``) stays anchored: the feet never flap
   between anchors. A free foot lands when its sole is at ``z <= landing_height`` (hysteresis with
-  ``landing_height < contact_height``), anchored at its pose of that instant (within
-  ``landing_height`` of the ground; not flattened, so the base does not jump at touchdown). A foot
-  is always anchored (the robot cannot fly). At :meth:`~KinematicSim.reset` the feet are flat on
-  the ground.
+  ``landing_height < contact_height``): it is anchored flat on the ground (z = 0, roll and pitch
+  zeroed) at its x, y and yaw of that instant; it touched down almost at rest, and the base weight of a
+  foot above its anchor is small, so the base hardly moves. A foot is always anchored (the robot
+  cannot fly). At :meth:`~KinematicSim.reset` the feet are flat on the ground.
 * **Forces.** Total normal force ``m (g + c_z'')``; dynamic ZMP ``c_xy - c_z / (g + c_z'') c_xy''``
   (``c_z`` is the CoM height above the ground; at ``c_z'' = 0`` this is the ``c - h/g c''`` of the
   linear inverted pendulum). The CoM acceleration is the mean of the second finite differences of the
@@ -376,7 +376,7 @@ class KinematicSim(SimBackend):
         swing = 1 - stance
         foot = base * in_root[swing]
         if foot.translation[2] <= p.landing_height:
-            anchors[swing] = foot  # touchdown where the sole is: the base does not move
+            anchors[swing] = _flatten(foot)
         return base
 
     def _finish(self, q, v, a, imu_acc, imu_omega, com_acc) -> None:
