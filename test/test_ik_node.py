@@ -358,3 +358,87 @@ def test_in_process_nothing_before_a_state_resync_at_support_changes_holds_witho
     finally:
         node.destroy_node()
         rclpy.try_shutdown(context=context)
+
+
+def in_process_ik(talos):
+    import rclpy
+
+    from walk_mpc.nodes.ik import IKNode, IKNodeParameters
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = IKNode(IKNodeParameters(), context=context)
+    published, statuses = [], []
+    node._commands_pub.publish = lambda msg: published.append(list(msg.data))
+    node._timing_pub.publish = lambda msg: statuses.append(msg.status)
+    return context, node, published, statuses
+
+
+def reference_msg(timeline, t, plan_id=1):
+    from walk_mpc.msg import ComReference
+    from walk_mpc.nodes.conversions import point
+
+    msg = ComReference(plan_id=plan_id, time_from_stamp=[T, 2 * T],
+                       com_position=[point(com_reference(timeline, t + dt)) for dt in (T, 2 * T)])
+    msg.header.stamp = stamp_of(PLAN_STAMP + t)
+    return msg
+
+
+def test_in_process_references_in_flight_for_the_previous_plan_are_solved_on_it(talos):
+    import rclpy
+
+    from walk_mpc.nodes.conversions import plan_to_msg
+
+    context, node, published, statuses = in_process_ik(talos)
+    try:
+        timeline = walk_timeline()
+        node._on_plan(plan_to_msg(timeline, 1, True, stamp_of(PLAN_STAMP)))
+        node._on_reference(reference_msg(timeline, 0.0))
+        # plan 2 arrives (the walk behavior extended the queue) while a reference for plan 1 is in flight
+        node._on_plan(plan_to_msg(timeline, 2, True, stamp_of(PLAN_STAMP)))
+        node._on_reference(reference_msg(timeline, T, plan_id=1))
+        assert node._plan_id == 1 and statuses == [0, 0]
+        node._on_reference(reference_msg(timeline, 2 * T, plan_id=2))  # the planner switched: so does the IK
+        assert node._plan_id == 2 and statuses == [0, 0, 0]
+        node._on_reference(reference_msg(timeline, 3 * T, plan_id=7))  # a plan never received: held
+        assert statuses[-1] == 5 and node._plan_id == 2
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)
+
+
+def test_in_process_the_stance_foot_is_targeted_at_its_measured_pose_from_the_lift_off_on(talos):
+    import rclpy
+
+    from walk_mpc.msg import SensorState
+    from walk_mpc.nodes.conversions import plan_to_msg
+
+    context, node, published, statuses = in_process_ik(talos)
+    try:
+        timeline = walk_timeline()
+        node._on_plan(plan_to_msg(timeline, 1, True, stamp_of(PLAN_STAMP)))
+        # The robot stands 3 mm ahead and 2 mm left of where the plan starts (measured base estimate).
+        q = talos.reference_configuration()
+        offset = np.array([0.003, 0.002, 0.0])
+        liftoff = timeline.phases[1].t_start
+        for k in range(int(round((liftoff + 0.1) / T))):
+            t = k * T
+            sensor = SensorState(joint_names=list(talos.joint_names),
+                                 joint_pos=talos.actuated_positions(q).tolist(), base_estimate_valid=True)
+            sensor.header.stamp = stamp_of(PLAN_STAMP + t)
+            p = sensor.base_pose.position
+            p.x, p.y, p.z = map(float, q[0:3] + offset)
+            o = sensor.base_pose.orientation
+            o.x, o.y, o.z, o.w = map(float, q[3:7])
+            node._last_reference_ns = int(round((PLAN_STAMP + t) * 1e9))  # references flowing
+            node._on_sensor_state(sensor)
+            node._on_reference(reference_msg(timeline, t))
+        assert all(status == 0 for status in statuses)
+        right = talos.foot_poses(q)[talos.right_foot_frame][0] + offset  # the stance foot of step 1
+        corrected = node._timeline.phases[0].right
+        np.testing.assert_allclose(corrected.position[:2], right[:2], atol=1e-9)
+        assert corrected.position[2] == timeline.phases[0].right.position[2]  # planned height
+        assert node._timeline.steps == timeline.steps  # the swing foot keeps its planned world pose
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)

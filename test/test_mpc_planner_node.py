@@ -281,23 +281,52 @@ def planner_node():
     rclpy.try_shutdown(context=context)
 
 
-def test_touchdown_moves_the_landed_step_to_the_measured_sole(planner_node, reference):
+def run_past_the_second_lift_off(node, reference, timeline):
+    liftoff = next(p.t_start for p in timeline.phases if p.kind is PhaseKind.SINGLE and p.step_index == 2)
+    ns = PLAN_STAMP_NS
+    while ns <= PLAN_STAMP_NS + round((liftoff + 0.05) * 1e9):
+        node._on_sensor_state(sensor_msg(reference, ns))
+        ns += HW_NS
+
+
+def test_next_lift_off_moves_the_landed_step_to_the_measured_sole_and_keeps_later_steps(
+        planner_node, reference):
     node = planner_node()
     timeline = walk_timeline(reference)
     node._on_plan(plan_msg(timeline))
-    touchdown = timeline.touchdown_time(1)
-    ns = PLAN_STAMP_NS
-    while ns <= PLAN_STAMP_NS + round((touchdown + 0.05) * 1e9):
-        node._on_sensor_state(sensor_msg(reference, ns))
-        ns += HW_NS
-    assert node.plan_id == 1 and node.corrections == 1
+    run_past_the_second_lift_off(node, reference, timeline)
+    # Lift-offs of steps 1 and 2: the right start pose (measured where planned), then step 1's left sole
+    # (measured at the start pose: the sensor never moves).
+    assert node.plan_id == 1 and node.corrections == 2
     corrected = node.planner.timeline.steps
+    assert node.planner.timeline is node.corrector.timeline
     measured_left = np.array(reference[3].position)
     np.testing.assert_allclose(corrected[0].position, measured_left, atol=1e-9)
+    assert corrected[1:] == timeline.steps[1:]  # later steps keep their planned world poses
+    assert node.last_output.status.value == "solved"
+
+
+def test_shifting_later_steps_translates_them_by_the_correction(planner_node, reference):
+    node = planner_node(support_shift_later_steps=True)
+    timeline = walk_timeline(reference)
+    node._on_plan(plan_msg(timeline))
+    run_past_the_second_lift_off(node, reference, timeline)
+    corrected = node.planner.timeline.steps
+    measured_left = np.array(reference[3].position)
     offset = measured_left - np.array(timeline.steps[0].position)
     for before, after in zip(timeline.steps[1:], corrected[1:]):
         np.testing.assert_allclose(np.array(after.position) - before.position, offset, atol=1e-9)
-    assert node.last_output.status.value == "solved"
+
+
+def test_a_longer_plan_of_the_same_walk_keeps_the_corrections(planner_node, reference):
+    node = planner_node()
+    timeline = walk_timeline(reference)
+    node._on_plan(plan_msg(timeline))
+    run_past_the_second_lift_off(node, reference, timeline)
+    corrected = node.planner.timeline.steps[0]
+    node._on_plan(plan_msg(timeline, plan_id=2))  # e.g. the walk behavior republishing its queue
+    node._on_sensor_state(sensor_msg(reference, PLAN_STAMP_NS + round(4.0 * 1e9)))
+    assert node.plan_id == 2 and node.planner.timeline.steps[0] == corrected
 
 
 def test_invalid_plan_keeps_the_previous_one_and_a_new_plan_keeps_the_com_continuous(planner_node, reference):

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Optional, Union
 
 from .errors import InputError, ParameterError
@@ -106,6 +106,17 @@ def last_touchdown(timeline: Timeline, foot: Foot, t: float) -> Optional[Step]:
     if landed is None:
         return None
     return next(s for s in timeline.steps if s.step_index == landed)
+
+
+def anchor_foot(timeline: Timeline, t: float, previous_stance: Optional[Sequence[Foot]] = None) -> Foot:
+    """The stance foot that places the base of a sample without base estimate (kinematic odometry).
+
+    A stance foot at ``t`` that was already in stance at the previous tick (``previous_stance``), so a
+    foot that has just touched down is not trusted yet; else the first stance foot of the phase.
+    """
+    stance = timeline.phase_at(t).stance_feet
+    previous = stance if previous_stance is None else tuple(previous_stance)
+    return next((foot for foot in stance if foot in previous), stance[0])
 
 
 def corrected_timeline(timeline: Timeline, foot: Foot, pose: FootPose, t: float,
@@ -276,4 +287,4 @@ class SupportCorrector:
 
 
 __all__ = ["POSE_TOLERANCE", "SupportCorrection", "SupportCorrectionParameters", "SupportCorrector",
-           "corrected_timeline", "last_touchdown"]
+           "anchor_foot", "corrected_timeline", "last_touchdown"]

@@ -3,7 +3,10 @@
 Topics (relative names, QoS reliable depth 10 unless said):
 
 * subscribes ``walk/plan`` (``FootstepPlan``, reliable + transient local, depth 1): the gait timeline,
-  ``t = 0`` at the plan's stamp (biped robots only; a quadruped ignores plans and stands);
+  ``t = 0`` at the plan's stamp (biped robots only; a quadruped ignores plans and stands). A new plan
+  is installed at the first ComReference that names its ``plan_id`` (the mpc_planner switches plans
+  at its next tick, so references already in flight for the previous plan are still solved on it),
+  or at the next sensor-driven tick;
 * subscribes ``mpc/com_reference`` (``ComReference``): each one is a control tick. With
   ``time_from_stamp = [T, 2T]`` and the CoM references at those instants, the node builds the IK
   targets of both instants (:func:`~walk_mpc.core.walk_targets.walk_targets` while a walk is in
@@ -25,7 +28,17 @@ Topics (relative names, QoS reliable depth 10 unless said):
 * subscribes ``sensor_state`` (``SensorState``): the measured joint angles (and the base pose when
   ``base_estimate_valid``). They initialise the IK's model configuration, and at each support change
   of the walk (the set of stance feet differs from the previous tick's, seed 001) the model's joint
-  angles (and base, when estimated) are re-synchronised with the latest measurement before solving.
+  angles (and base, when estimated) are re-synchronised with the measurement of the reference's
+  stamp (else the latest one) before solving.
+
+Support-foot correction (seed 001): the walking targets come from the timeline corrected by
+:class:`~walk_mpc.core.support_correction.SupportCorrector`, the policy the mpc_planner node applies
+on the same ticks and the same samples (``support_correction_enabled``, ``support_shift_later_steps``,
+``support_measured_height``, set alike in both nodes): at each lift-off the stance foot takes its
+measured pose (forward kinematics of the sample of the reference's stamp, or of the latest sample if
+at most one control period older, else no correction; without base estimate the base is placed by a
+stance sole at its timeline pose), while the swing foot keeps its planned world pose. So the IK aims each
+swing foot at its planned world position from where the stance foot really is.
 
 Start-up: the node publishes nothing until it has a measured state or a CoM reference. The first of
 them initialises the model: the measured configuration, or ``RobotModel.reference_configuration()``
@@ -60,6 +73,7 @@ standing targets to the plan's feet (bipeds) and the current body, dropping earl
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
 import sys
@@ -79,7 +93,10 @@ from walk_mpc.core.gesture import GestureController, GestureDof
 from walk_mpc.core.ik import IKResult, IKSolver, IKTargets
 from walk_mpc.core.params import check_positive
 from walk_mpc.core.robot import RobotModel
-from walk_mpc.core.timeline import Timeline
+from walk_mpc.core.state_estimation import estimate_state
+from walk_mpc.core.step import Foot
+from walk_mpc.core.support_correction import SupportCorrectionParameters, SupportCorrector, anchor_foot
+from walk_mpc.core.timeline import FootPose, Timeline
 from walk_mpc.core.walk_targets import StandingTargets, pose_matrix, walk_targets, yaw_free
 from walk_mpc.msg import ComReference, FootstepPlan, SensorState, TickTiming
 from walk_mpc.nodes._common import DataclassParameters, node_options, run
@@ -95,6 +112,8 @@ STATUS_REFERENCE_STALE = 4  # walking but no ComReference for reference_timeout:
 STATUS_PLAN_MISMATCH = 5  # ComReference.plan_id is not the node's plan: last command held
 
 WARNING_PERIOD = 1.0  # [s] minimum interval between two warnings of the same kind
+MAX_PENDING_PLANS = 8  # received plans kept until a reference names one
+MAX_SAMPLES = 16  # measured samples kept by stamp (the reference's sample is usually the latest)
 
 _TOPICS = ("plan_topic", "reference_topic", "sensor_topic", "trajectory_topic", "commands_topic",
            "joint_states_topic", "timing_topic")
@@ -113,6 +132,9 @@ class IKNodeParameters:
         reference_timeout: Sensor time without ComReference after which SensorState drives the
             ticks [s].
         publish_joint_states: Whether to publish ``joint_states``.
+        support_correction_enabled: Walk on the support-corrected timeline (as the mpc_planner).
+        support_shift_later_steps: The correction also translates later steps (as the mpc_planner).
+        support_measured_height: The corrected pose takes the measured sole height (as the mpc_planner).
         plan_topic: FootstepPlan input.
         reference_topic: ComReference input.
         sensor_topic: SensorState input.
@@ -129,6 +151,9 @@ class IKNodeParameters:
     control_period: float = 0.02
     reference_timeout: float = 0.1
     publish_joint_states: bool = True
+    support_correction_enabled: bool = True
+    support_shift_later_steps: bool = False
+    support_measured_height: bool = False
     plan_topic: str = "walk/plan"
     reference_topic: str = "mpc/com_reference"
     sensor_topic: str = "sensor_state"
@@ -143,8 +168,17 @@ class IKNodeParameters:
             raise ParameterError("joint_names", self.joint_names, "distinct joint names")
         check_positive("control_period", self.control_period)
         check_positive("reference_timeout", self.reference_timeout)
-        if not isinstance(self.publish_joint_states, bool):
-            raise ParameterError("publish_joint_states", self.publish_joint_states, "true or false")
+        for name in ("publish_joint_states", "support_correction_enabled", "support_shift_later_steps",
+                     "support_measured_height"):
+            if not isinstance(getattr(self, name), bool):
+                raise ParameterError(name, getattr(self, name), "true or false")
+
+    @property
+    def support_correction(self) -> SupportCorrectionParameters:
+        """Parameters of the support-foot correction policy."""
+        return SupportCorrectionParameters(enabled=self.support_correction_enabled,
+                                           shift_later_steps=self.support_shift_later_steps,
+                                           measured_height=self.support_measured_height)
         for field in _TOPICS:
             value = getattr(self, field)
             if not isinstance(value, str) or not value:
@@ -170,6 +204,16 @@ def time_msg(ns: int) -> Time:
 def read_parameters(node: Node) -> IKNodeParameters:
     """IKNodeParameters from the node's ROS parameters (declared from the dataclass)."""
     return DataclassParameters(node, IKNodeParameters).read()
+
+
+@dataclasses.dataclass(frozen=True)
+class _PlanMsg:
+    """A validated FootstepPlan: its id, whether it walks, its stamp [ns] and its timeline (t0 = 0)."""
+
+    plan_id: int
+    walking: bool
+    stamp_ns: int
+    timeline: Timeline
 
 
 class _Hold(Exception):
@@ -215,10 +259,15 @@ class IKNode(Node):
         self._command: Optional[np.ndarray] = None  # last commanded positions (joint_names order)
         self._measured_joints: Optional[dict[str, float]] = None
         self._measured_base = None
-        self._timeline: Optional[Timeline] = None
+        self._samples: collections.OrderedDict = collections.OrderedDict()  # stamp [ns] -> (joints, base)
+        self._corrector = SupportCorrector(params.support_correction)
+        self._pending: collections.OrderedDict = collections.OrderedDict()  # plan_id -> _PlanMsg
+        self._timeline: Optional[Timeline] = None  # the installed plan, support-corrected
         self._plan_id: Optional[int] = None
         self._plan_walking = False
         self._plan_stamp_ns = 0
+        self._feet = {Foot.LEFT: self.robot.left_foot_frame, Foot.RIGHT: self.robot.right_foot_frame} \
+            if self.robot.is_biped else {}
         self._standing: Optional[StandingTargets] = None
         self._effects = dict.fromkeys(self.robot.foot_frames, True)
         self._stance: Optional[tuple] = None
@@ -273,13 +322,61 @@ class IKNode(Node):
         self._command = self._positions(q)
         self.get_logger().info(f"model initialised from {source}")
 
-    def _measured_configuration(self, default: np.ndarray) -> np.ndarray:
-        if self._measured_base is None:
+    def _measured_configuration(self, default: np.ndarray, sample: Optional[tuple] = None) -> np.ndarray:
+        """Configuration of a measured sample ``(joints, base)`` (None: the latest), the rest from
+        ``default``."""
+        joints, base = sample if sample is not None else (self._measured_joints, self._measured_base)
+        if base is None:
             base_position, base_quaternion = default[0:3], default[3:7]
         else:
-            base_position, base_quaternion = self._measured_base
-        return self.robot.configuration_from_joints(self._measured_joints, base_position, base_quaternion,
-                                                    default=default)
+            base_position, base_quaternion = base
+        return self.robot.configuration_from_joints(joints, base_position, base_quaternion, default=default)
+
+    def _sample_at(self, ns: int) -> Optional[tuple]:
+        """The measured sample ``(joints, base)`` stamped ``ns``, else the latest one if it is at most one
+        control period older (None otherwise: too old to measure the feet of this tick)."""
+        if ns in self._samples:
+            return self._samples[ns]
+        if self._samples:
+            latest = next(reversed(self._samples))
+            if 0 <= ns - latest <= self._period_ns:
+                return self._samples[latest]
+        return None
+
+    def _measured_sole(self, sample: tuple, foot: Foot, t: float) -> FootPose:
+        """Measured pose of ``foot``'s sole in the sample; without base estimate, the base is placed by a
+        stance sole at its timeline pose (as the mpc_planner does)."""
+        q = self._measured_configuration(self._q, sample)
+        joints = self.robot.joint_positions(q)
+        anchor = None
+        if sample[1] is None:
+            previous = None if self._stance is None else tuple(Foot(i) for i in self._stance)
+            stance = anchor_foot(self._timeline, t, previous)
+            anchor = (self._feet[stance], self._timeline.phase_at(t).foot(stance))
+        measured = estimate_state(self.robot, list(joints), list(joints.values()), sample[1], anchor)
+        return measured.sole(foot)
+
+    def _install(self, plan_id: int) -> None:
+        """Install the received plan ``plan_id`` (and forget the older ones)."""
+        while self._pending:
+            pending_id, plan = self._pending.popitem(last=False)
+            if pending_id == plan_id:
+                break
+        changed = plan.plan_id != self._plan_id
+        self._timeline = self._corrector.set_plan(plan.timeline)
+        self._plan_id = plan.plan_id
+        self._plan_walking = plan.walking
+        self._plan_stamp_ns = plan.stamp_ns
+        if changed:
+            self._standing = None  # rebuilt from this plan's feet when standing
+
+    def _install_plan_of_reference(self, plan_id: int) -> None:
+        """Install the plan a reference names, if received; raises _Hold for an unknown plan."""
+        if plan_id in self._pending:
+            self._install(plan_id)
+        if self._timeline is not None and plan_id != self._plan_id:
+            raise _Hold(STATUS_PLAN_MISMATCH, f"reference for plan {plan_id} but the node has plan "
+                        f"{self._plan_id}" + (f" (received: {list(self._pending)})" if self._pending else ""))
 
     def _positions(self, q: np.ndarray) -> np.ndarray:
         return self.robot.actuated_positions(q)[self._command_index]
@@ -331,13 +428,13 @@ class IKNode(Node):
         except WalkMpcError as exc:
             self.get_logger().error(f"plan {msg.plan_id} rejected, keeping the previous one: {exc}")
             return
-        changed = msg.plan_id != self._plan_id
-        self._timeline = timeline
-        self._plan_id = int(msg.plan_id)
-        self._plan_walking = bool(msg.walking)
-        self._plan_stamp_ns = stamp_ns(msg.header.stamp)
-        if changed:
-            self._standing = None  # rebuilt from this plan's feet when standing
+        plan_id = int(msg.plan_id)
+        self._pending.pop(plan_id, None)
+        self._pending[plan_id] = _PlanMsg(plan_id, bool(msg.walking), stamp_ns(msg.header.stamp), timeline)
+        while len(self._pending) > MAX_PENDING_PLANS:
+            self._pending.popitem(last=False)
+        if self._timeline is None:
+            self._install(plan_id)  # the first plan: no reference can be in flight for another one
         self.get_logger().info(
             f"plan {msg.plan_id}: {'walk' if msg.walking else 'stand'}, {len(msg.steps)} steps, "
             f"t_end {timeline.t_end:.3f} s")
@@ -360,8 +457,11 @@ class IKNode(Node):
             return
         self._measured_joints = joints
         self._measured_base = base
-        self._initialise()
         now = stamp_ns(msg.header.stamp)
+        self._samples[now] = (joints, base)
+        while len(self._samples) > MAX_SAMPLES:
+            self._samples.popitem(last=False)
+        self._initialise()
         stale = self._last_reference_ns is None or now - self._last_reference_ns >= self._timeout_ns
         due = self._last_tick_ns is None or now - self._last_tick_ns >= self._period_ns * 99 // 100
         if stale and due:
@@ -374,9 +474,7 @@ class IKNode(Node):
         try:
             times, coms = self._parse_reference(msg)
             self._last_reference_ns = now
-            if self._timeline is not None and msg.plan_id != self._plan_id:
-                raise _Hold(STATUS_PLAN_MISMATCH,
-                            f"reference for plan {msg.plan_id} but the node has plan {self._plan_id}")
+            self._install_plan_of_reference(int(msg.plan_id))
             self._tick(now, times, coms, start)
         except _Hold as hold:
             self._hold(now, hold.status, str(hold), start)
@@ -399,6 +497,8 @@ class IKNode(Node):
     # ------------------------------------------------------------------ ticks
     def _sensor_tick(self, now: int) -> None:
         start = time.perf_counter()
+        if self._pending:
+            self._install(next(reversed(self._pending)))  # no references: the newest plan
         t = self._plan_time(now)
         times = [self.params.control_period, 2.0 * self.params.control_period]
         try:
@@ -422,9 +522,12 @@ class IKNode(Node):
         self._tick_source = source
         t = self._plan_time(now)
         walking = self._walking_at(t)
+        sample = self._sample_at(now)
         try:
             if walking:
                 self._standing = None
+                if sample is not None:
+                    self._correct_support(t, sample)
                 targets = [walk_targets(self._timeline, t + dt, com, self._torso_tilt)
                            for dt, com in zip(times, coms)]
                 stance = tuple(sorted(int(foot) for foot in self._timeline.phase_at(t).stance_feet))
@@ -436,7 +539,7 @@ class IKNode(Node):
             raise _Hold(STATUS_TARGETS_ERROR, f"cannot build the IK targets: {exc}") from None
         q_init = self._q
         if self._stance is not None and stance != self._stance and self._measured_joints is not None:
-            q_init = self._measured_configuration(self._q)  # support change: re-synchronise (seed 001)
+            q_init = self._measured_configuration(self._q, sample)  # support change: re-sync (seed 001)
             self.resyncs += 1
         self._stance = stance
         first, second = self._solve(targets, q_init)
@@ -449,6 +552,20 @@ class IKNode(Node):
         self._last_tick_ns = now
         self._publish(now, times, positions, velocities)
         self._publish_timing(now, STATUS_OK, first.solve_time + second.solve_time, start)
+
+    def _correct_support(self, t: float, sample: tuple) -> None:
+        """The shared support-foot correction policy on this tick's sample."""
+        try:
+            correction = self._corrector.observe(t, lambda foot: self._measured_sole(sample, foot, t))
+        except WalkMpcError as exc:  # a sample that cannot be measured: the plan is kept this step
+            self.get_logger().warning(f"support correction skipped at t = {t:.3f} s: {exc}",
+                                      throttle_duration_sec=WARNING_PERIOD)
+            return
+        if correction is not None and correction.applied:
+            self._timeline = self._corrector.timeline
+            self.get_logger().debug(
+                f"{correction.foot.name.lower()} sole of step {correction.step_index} measured "
+                f"{1e3 * correction.position_error:.2f} mm from its plan at t = {t:.3f} s")
 
     def _solve(self, targets: list[IKTargets], q_init: np.ndarray) -> tuple[IKResult, IKResult]:
         try:

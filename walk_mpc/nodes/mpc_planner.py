@@ -17,9 +17,12 @@ Topics (relative names, QoS reliable depth 10 unless said; defaults of :class:`M
   2. estimates the measured state (:func:`~walk_mpc.core.state_estimation.estimate_state`): joints +
      base estimate when ``base_estimate_valid``, else the base placed by a stance sole at its planned
      pose;
-  3. at each support change (a foot joins the stance feet of the timeline phase: a touchdown), seed
-     001's second feedback: :meth:`MpcPlanner.correct_support` with that sole's measured pose
-     (``support_correction_enabled``);
+  3. seed 001's second feedback, the support-foot correction policy shared with the ik node
+     (:class:`~walk_mpc.core.support_correction.SupportCorrector`; ``support_correction_enabled``,
+     ``support_shift_later_steps``, ``support_measured_height``): at each lift-off the stance foot,
+     settled during the double support, takes its measured pose in the planner's timeline; later
+     steps keep their planned world poses. Plans received later in the walk get the corrections so
+     far re-applied;
   4. one :meth:`MpcPlanner.step` at ``t = stamp - origin`` (origin: the first sample's stamp; every
      timeline is shifted to it, so plan changes keep one planner clock), with the measured CoM when
      ``feedback_enabled`` (seed 001's first feedback: the planner applies threshold and gain);
@@ -60,6 +63,7 @@ from walk_mpc.core.planner import MpcPlanner, PlannerOutput, PlannerParameters
 from walk_mpc.core.robot import RobotModel
 from walk_mpc.core.state_estimation import MeasuredState, estimate_state
 from walk_mpc.core.step import Foot
+from walk_mpc.core.support_correction import SupportCorrectionParameters, SupportCorrector, anchor_foot
 from walk_mpc.core.timeline import FootPose, Timeline
 from walk_mpc.msg import ComReference, FootstepPlan, SensorState, TickTiming
 from walk_mpc.nodes._common import DataclassParameters, node_options, run
@@ -92,8 +96,10 @@ class MpcPlannerNodeParameters:
         hardware_period: SensorState period [s]; ``planner.control_period`` must be a multiple of it
             (the planner ticks on every ``control_period / hardware_period``-th sample).
         feedback_enabled: Pass the measured CoM to the planner (seed 001's first feedback).
-        support_correction_enabled: Correct the footsteps with the measured sole at each touchdown
-            (seed 001's second feedback).
+        support_correction_enabled: Correct the support foot with its measured pose at each lift-off
+            (seed 001's second feedback; the ik node must use the same three settings).
+        support_shift_later_steps: The correction also translates every later step.
+        support_measured_height: The corrected pose takes the measured sole height (else the planned).
         publish_preview_every: Ticks between two publications of the paths and markers (0: never).
         sensor_topic: SensorState input.
         plan_topic: FootstepPlan input (transient local).
@@ -110,6 +116,8 @@ class MpcPlannerNodeParameters:
     hardware_period: float = 0.01
     feedback_enabled: bool = True
     support_correction_enabled: bool = True
+    support_shift_later_steps: bool = False
+    support_measured_height: bool = False
     publish_preview_every: int = 5
     sensor_topic: str = "sensor_state"
     plan_topic: str = "walk/plan"
@@ -130,7 +138,8 @@ class MpcPlannerNodeParameters:
         if round(ratio) < 1 or abs(ratio - round(ratio)) > 1e-6:
             raise ParameterError("hardware_period", self.hardware_period,
                                  f"a divisor of planner.control_period = {self.planner.control_period} s")
-        for name in ("feedback_enabled", "support_correction_enabled"):
+        for name in ("feedback_enabled", "support_correction_enabled", "support_shift_later_steps",
+                     "support_measured_height"):
             if not isinstance(getattr(self, name), bool):
                 raise ParameterError(name, getattr(self, name), "true or false")
         check_int_range("publish_preview_every", self.publish_preview_every, 0)
@@ -138,6 +147,13 @@ class MpcPlannerNodeParameters:
             value = getattr(self, name)
             if not isinstance(value, str) or not value:
                 raise ParameterError(name, value, "a non-empty topic or frame name")
+
+    @property
+    def support_correction(self) -> SupportCorrectionParameters:
+        """Parameters of the support-foot correction policy."""
+        return SupportCorrectionParameters(enabled=self.support_correction_enabled,
+                                           shift_later_steps=self.support_shift_later_steps,
+                                           measured_height=self.support_measured_height)
 
     @property
     def samples_per_tick(self) -> int:
@@ -196,6 +212,7 @@ class MpcPlannerNode(Node):
         if not self.robot.is_biped:
             raise ParameterError("robot.robot", params.robot.robot, "a biped (left and right sole frames)")
         self.planner = MpcPlanner(params.planner)
+        self.corrector = SupportCorrector(params.support_correction)
         self._frames = {Foot.LEFT: self.robot.left_foot_frame, Foot.RIGHT: self.robot.right_foot_frame}
         reference = self.robot.foot_poses(self.robot.reference_configuration())
         self._reference_feet = {foot: FootPose(tuple(reference[frame][0]), 0.0)
@@ -290,15 +307,11 @@ class MpcPlannerNode(Node):
         planner = self.planner
         if planner.timeline is None:  # no plan yet: stand at the measured feet
             feet = [measured.sole(Foot.LEFT), measured.sole(Foot.RIGHT)]
-            planner.set_timeline(Timeline(feet[0], feet[1], (), t0=t))
+            planner.set_timeline(self.corrector.set_plan(Timeline(feet[0], feet[1], (), t0=t)))
         if planner.plan is None:
             planner.reset(measured.com_position[:2])
-        stance = planner.timeline.phase_at(t).stance_feet
-        if self._stance is not None and self.params.support_correction_enabled:
-            for foot in stance:
-                if foot not in self._stance:
-                    self._correct_support(foot, measured, t)
-        self._stance = stance
+        self._correct_support(measured, t)
+        self._stance = planner.timeline.phase_at(t).stance_feet
         out = planner.step(t, measured.com_position if self.params.feedback_enabled else None)
         self._last_tick_ns = now
         self.ticks += 1
@@ -318,7 +331,8 @@ class MpcPlannerNode(Node):
         if pending is None or pending.plan_id == self._plan_id:
             return
         t0 = (pending.stamp_ns - self._origin_ns) / _NS
-        self.planner.set_timeline(shifted_timeline(pending.timeline, t0, pending.walking))
+        plan = shifted_timeline(pending.timeline, t0, pending.walking)
+        self.planner.set_timeline(self.corrector.set_plan(plan))
         self._plan_id = pending.plan_id
 
     def _measure(self, msg: SensorState, t: float) -> MeasuredState:
@@ -343,21 +357,24 @@ class MpcPlannerNode(Node):
         timeline = self.planner.timeline
         if timeline is None:
             return self._frames[Foot.LEFT], self._reference_feet[Foot.LEFT]
-        phase = timeline.phase_at(t)
-        previous = self._stance if self._stance is not None else phase.stance_feet
-        feet = [f for f in phase.stance_feet if f in previous] or phase.stance_feet
-        return self._frames[feet[0]], phase.foot(feet[0])
+        foot = anchor_foot(timeline, t, self._stance)
+        return self._frames[foot], timeline.phase_at(t).foot(foot)
 
-    def _correct_support(self, foot: Foot, measured: MeasuredState, t: float) -> None:
+    def _correct_support(self, measured: MeasuredState, t: float) -> None:
+        """The shared support-foot correction policy on this tick's measured state."""
         try:
-            offset = self.planner.correct_support(foot, measured.sole(foot), t)
+            correction = self.corrector.observe(t, measured.sole)
         except WalkMpcError as exc:
-            self.get_logger().warning(f"support correction of the {foot.name.lower()} sole failed: {exc}",
+            self.get_logger().warning(f"support correction skipped at t = {t:.3f} s: {exc}",
                                       throttle_duration_sec=WARNING_PERIOD)
             return
+        if correction is None or not correction.applied:
+            return
+        self.planner.set_timeline(self.corrector.timeline)
         self.corrections += 1
-        self.get_logger().debug(f"touchdown of the {foot.name.lower()} sole at t = {t:.3f} s: footsteps "
-                                f"moved by {np.round(offset, 4).tolist()} m")
+        self.get_logger().debug(f"lift-off at t = {t:.3f} s: the {correction.foot.name.lower()} sole of step "
+                                f"{correction.step_index} measured {1e3 * correction.position_error:.2f} mm "
+                                "from its plan")
 
     # ------------------------------------------------------------------ outputs
     def _publish_reference(self, msg: SensorState, out: PlannerOutput) -> None:
