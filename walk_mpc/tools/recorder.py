@@ -108,10 +108,11 @@ class McapRecorder:
         return self._channels[key]
 
     def write(self, topic: str, type_name: str, msg, stamp_ns: Optional[int] = None) -> None:
-        """Write one message; ``stamp_ns`` [ns] defaults to the wall clock."""
+        """Write one message (a message object, or its CDR bytes); ``stamp_ns`` [ns] defaults to now."""
         stamp_ns = time.time_ns() if stamp_ns is None else int(stamp_ns)
+        data = msg if isinstance(msg, (bytes, bytearray)) else serialize_message(msg)
         self._writer.add_message(channel_id=self._channel(topic, type_name), log_time=stamp_ns,
-                                 data=serialize_message(msg), publish_time=stamp_ns, sequence=self._sequence)
+                                 data=data, publish_time=stamp_ns, sequence=self._sequence)
         self._sequence += 1
         self.count += 1
 
@@ -131,6 +132,9 @@ def type_name_of(cls) -> str:
 class RecorderNode(Node):
     """Subscribes to topics and writes every message, stamped with the receive time, to an MCAP file.
 
+    Subscriptions are raw: messages arrive as their CDR bytes and are written as they are (no
+    deserialization and serialization again), which keeps the recorder light on a busy machine.
+
     Args:
         path: Output file.
         topics: (topic, 'pkg/msg/Type' or message class, QoS profile or depth) triples.
@@ -145,7 +149,7 @@ class RecorderNode(Node):
             name = type_name_of(cls)
             self._subscriptions_by_topic[topic] = self.create_subscription(
                 cls, topic, lambda msg, t=topic, n=name: self._record(t, n, msg),
-                qos if isinstance(qos, (QoSProfile, int)) else 10)
+                qos if isinstance(qos, (QoSProfile, int)) else 10, raw=True)
 
     def _record(self, topic: str, type_name: str, msg) -> None:
         self.recorder.write(topic, type_name, msg, self.get_clock().now().nanoseconds)
