@@ -187,6 +187,73 @@ def test_lifting_a_foot_with_the_com_between_the_feet_counts_clipped_zmp(talos):
     assert states[-1].zmp_clip_count > 0  # the robot would tip over its left foot's inner edge
 
 
+def base_positions(states):
+    return np.array([state.q[:3] for state in states])
+
+
+def test_double_support_keeps_both_feet_anchored_when_the_commands_press_one_into_the_ground(talos):
+    sim = make_sim(talos)
+    # Bend the right leg so that its sole goes 1 mm (< contact_height) below the left one: both stay down.
+    states = ramp(sim, RIGHT_LEG, (0.002, -0.004, 0.002), 0.2) + [sim.step() for _ in range(20)]
+    assert all(state.in_contact == (True, True) for state in states)
+    forces = [foot_forces(sim.sensor_sample()) for _ in range(1)]
+    assert min(forces[0]) > 0.2 * talos.mass * GRAVITY  # both feet carry weight: no flapping
+    assert sim.state.zmp_clip_count == 0
+
+
+def test_lift_off_moves_the_base_without_a_jump(talos):
+    sim = make_sim(talos)
+    left_leg = tuple(name.replace("right", "left") for name in RIGHT_LEG)
+    states = [sim.step()] + ramp(sim, left_leg, (-0.15, 0.3, -0.15), 0.3)
+    flags = [state.in_contact for state in states]
+    assert flags[0] == (True, True) and flags[-1] == (False, True)
+    # The base moves with the commanded motion only: as the left foot rises the base goes onto the right
+    # foot's candidate before the lift-off, so its second differences stay at the ramp's own (a jump of
+    # the base would be a spike of the ZMP). (The left foot: Talos' reference posture holds its left sole
+    # 0.29 mm above the right one, which the reset puts flat on the ground as well.)
+    jerk = np.abs(np.diff(base_positions(states), n=2, axis=0)).max()
+    assert jerk < 5e-5  # [m] per step^2: 0.5 m/s^2
+
+
+def test_a_foot_set_down_a_fraction_of_a_millimetre_above_the_ground_lands(talos):
+    sim = make_sim(talos)
+    left_leg = tuple(name.replace("right", "left") for name in RIGHT_LEG)
+    start = [joint(sim, name) for name in left_leg]
+    ramp(sim, left_leg, (-0.15, 0.3, -0.15), 0.5)
+    assert sim.state.in_contact == (False, True)
+    # Back to the reference posture, whose left sole is 0.29 mm above the right one: above landing_height,
+    # but set down (it stops descending) within contact_height: it lands there.
+    sim.set_trajectory(JointTrajectoryCommand(left_leg, (0.5,), [start]))
+    states = [sim.step() for _ in range(70)]
+    assert states[-1].in_contact == (True, True)
+    height = talos.foot_poses(states[-1].q)["left_sole_link"][0][2]
+    assert sim.params.landing_height < height < sim.params.contact_height
+    landed = next(k for k, state in enumerate(states) if state.in_contact == (True, True))
+    assert landed > 0 and all(state.in_contact == (True, True) for state in states[landed:])
+
+
+def test_com_acceleration_is_the_mean_over_the_command_period(talos):
+    """Piecewise linear setpoints (a command every 20 ms) make the sample-to-sample second differences
+    alternate; the window of one command period gives back the smooth acceleration."""
+    zmps = {}
+    for window in (0.01, 0.02):
+        sim = make_sim(talos, lag_time_constant=0.0, acceleration_window=window,
+                       acceleration_filter_time_constant=0.0)
+        names = HIP_AND_ANKLE_ROLL
+        start = np.array([joint(sim, n) for n in names])
+        direction = np.array((-1.0, -1.0, 1.0, 1.0))
+        series = []
+        for k in range(25):  # constant angular acceleration, commanded at 20 ms knots
+            t = 0.02 * k
+            points = [start + direction * 0.5 * (t + dt) ** 2 for dt in (0.02, 0.04)]
+            sim.set_trajectory(JointTrajectoryCommand(names, (0.02, 0.04), points, stamp=sim.time))
+            for _ in range(2):
+                series.append(sim.step().zmp[1])
+        zmps[window] = np.array(series[10:])
+    alternation = {w: np.abs(np.diff(z, n=2)).max() for w, z in zmps.items()}
+    assert alternation[0.02] < 0.1 * alternation[0.01]
+
+
 def test_commands_have_no_effect_on_foot_forces_sum_at_constant_com_height(talos):
     sim = make_sim(talos)
     ramp(sim, ("arm_left_1_joint",), (0.4,), 0.3)
@@ -228,6 +295,10 @@ def test_parameters_are_checked_with_named_messages():
         KinematicSim.Parameters(hardware_period=0.0)
     with pytest.raises(ParameterError, match="initial_joint_positions"):
         KinematicSim.Parameters(initial_joint_names=("a",), initial_joint_positions=())
+    with pytest.raises(ParameterError, match="landing_height"):
+        KinematicSim.Parameters(landing_height=0.003, contact_height=0.002)
+    with pytest.raises(ParameterError, match="acceleration_window"):
+        KinematicSim.Parameters(acceleration_window=-0.01)
 
 
 def test_step_rejects_non_positive_dt(talos):

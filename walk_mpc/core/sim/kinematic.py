@@ -15,10 +15,13 @@ keep their world poses (no slip). Everything else is computed from that motion:
   motion does not drag the base and it lifts off without a jump, when its height exceeds
   ``contact_height``. A foot pushed into the ground (``d < 0``) stays anchored: the feet never flap
   between anchors. A free foot lands when its sole is at ``z <= landing_height`` (hysteresis with
-  ``landing_height < contact_height``): it is anchored flat on the ground (z = 0, roll and pitch
-  zeroed) at its x, y and yaw of that instant; it touched down almost at rest, and the base weight of a
-  foot above its anchor is small, so the base hardly moves. A foot is always anchored (the robot
-  cannot fly). At :meth:`~KinematicSim.reset` the feet are flat on the ground.
+  ``landing_height < contact_height``), or within ``contact_height`` of the ground once the commanded
+  motion has set it down (it descended by less than ``landing_height`` in the last step, not rising: a
+  plan a fraction of a millimetre above the ground): it is anchored flat on the ground (z = 0, roll and
+  pitch zeroed) at its x, y and yaw of that instant. It touched down almost at rest, and a foot
+  commanded above its anchor has a small base weight, so the base hardly moves; the ground stays the
+  height reference of every landing (no drift of the anchors along a walk). A foot is always anchored
+  (the robot cannot fly). At :meth:`~KinematicSim.reset` the feet are flat on the ground.
 * **Forces.** Total normal force ``m (g + c_z'')``; dynamic ZMP ``c_xy - c_z / (g + c_z'') c_xy''``
   (``c_z`` is the CoM height above the ground; at ``c_z'' = 0`` this is the ``c - h/g c''`` of the
   linear inverted pendulum). The CoM acceleration is the mean of the second finite differences of the
@@ -278,6 +281,7 @@ class KinematicSim(SimBackend):
         lowest = int(np.argmin([w.translation[2] for w in world]))
         self._anchors: list[pin.SE3 | None] = [None, None]
         self._anchors[lowest] = _flatten(world[lowest])
+        self._swing_height: float | None = None  # sole height [m] of the free foot at the previous step
         other = 1 - lowest
         foot = self._anchors[lowest] * in_root[lowest].inverse() * in_root[other]
         if foot.translation[2] <= self.params.contact_height:
@@ -365,9 +369,11 @@ class KinematicSim(SimBackend):
             rise = (candidates[0] * in_root[1]).translation[2] - anchors[1].translation[2]
             if rise > p.contact_height:
                 anchors[1] = None
+                self._swing_height = None
                 return candidates[0]
             if rise < -p.contact_height:
                 anchors[0] = None
+                self._swing_height = None
                 return candidates[1]
             weight = min(max(0.5 - 0.5 * rise / p.landing_height, 0.0), 1.0)
             return _interpolate(candidates[0], candidates[1], weight)
@@ -375,8 +381,12 @@ class KinematicSim(SimBackend):
         base = anchors[stance] * in_root[stance].inverse()
         swing = 1 - stance
         foot = base * in_root[swing]
-        if foot.translation[2] <= p.landing_height:
+        height, previous = foot.translation[2], self._swing_height
+        self._swing_height = height
+        set_down = previous is not None and 0.0 <= previous - height < p.landing_height
+        if height <= p.landing_height or (height <= p.contact_height and set_down):
             anchors[swing] = _flatten(foot)
+            self._swing_height = None
         return base
 
     def _finish(self, q, v, a, imu_acc, imu_omega, com_acc) -> None:
