@@ -10,6 +10,10 @@ Walking (:func:`walk_targets`): at time ``t`` of a :class:`~walk_mpc.core.timeli
   (e.g. the reference posture's torso pitch);
 * the CoM is the MPC's reference for that instant.
 
+Fed the support-corrected timeline (:class:`~walk_mpc.core.support_correction.SupportCorrector`, as the
+ik node and the in-process closed loop do), the stance feet are at their measured poses from the
+lift-off on, and the swing foot aims at its planned world pose from where it really lifted off.
+
 Standing (:class:`StandingTargets`): the feet, body and CoM of a standing robot under gestures (seed 003,
 :class:`~walk_mpc.core.gesture.GestureController` with one leg per foot frame). Legs moved by gestures
 move their foot target; when the body moves (friction, enough support legs) the body, the torso and the
