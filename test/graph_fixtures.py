@@ -635,7 +635,7 @@ def scenario_ik_restart(client: GraphClient, control: GraphControl) -> None:
     client.wait_until(lambda: client.trajectory_count >= before + 25, "joint_trajectory after the IK restart",
                       STARTUP_TIMEOUT)
     outcome, _ = client.walk(client.forward_steps(2))
-    assert outcome.succeeded, outcome
+    assert outcome.succeeded, f"{outcome}\n{control.diagnose()}"
     assert outcome.last_completed_step_index == 2, outcome
     assert "ik" not in control.exited()
 

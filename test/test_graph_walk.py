@@ -11,12 +11,7 @@ sensor timeout (which stops the sim and restarts it). Real time (real_time_facto
 from __future__ import annotations
 
 import pytest
-
-pytestmark = pytest.mark.ros
-
-rclpy = pytest.importorskip("rclpy")
-
-from graph_fixtures import (  # noqa: E402
+from graph_fixtures import (
     GraphClient,
     ProcessControl,
     SoleMeter,
@@ -30,6 +25,8 @@ from graph_fixtures import (  # noqa: E402
     scenario_sensor_timeout,
     ten_step_walk,
 )
+
+pytestmark = pytest.mark.ros
 
 
 @pytest.fixture(scope="module")
