@@ -92,15 +92,19 @@ class GraphProcesses:
         sys.stdout.flush()
 
     def stop_node(self, name: str, sig: int = signal.SIGINT, timeout: float = 10.0) -> int:
-        """Stop node ``name`` (SIGINT, then SIGKILL after ``timeout``); returns its exit code."""
+        """Stop node ``name`` (one ``sig``, then SIGKILL after ``timeout``); returns its exit code."""
         proc = self.processes[name]
         if proc.poll() is None:
             proc.send_signal(sig)
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        return self._wait(proc, timeout)
+
+    @staticmethod
+    def _wait(proc: subprocess.Popen, timeout: float) -> int:
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
         return proc.returncode
 
     def failed(self) -> Dict[str, int]:
@@ -111,8 +115,8 @@ class GraphProcesses:
         """Stop every node; returns the exit codes."""
         for proc in self.processes.values():
             if proc.poll() is None:
-                proc.send_signal(signal.SIGINT)
-        codes = {name: self.stop_node(name) for name in self.processes}
+                proc.send_signal(signal.SIGINT)  # one SIGINT each: a second one interrupts a clean shutdown
+        codes = {name: self._wait(proc, 10.0) for name, proc in self.processes.items()}
         for log in self._logs:
             log.close()
         return codes
