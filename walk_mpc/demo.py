@@ -151,11 +151,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     spinner.start()
     code = 1
     try:
+        # The loop is closed when the simulator's samples come back as IK commands (sim -> mpc -> ik).
         deadline = time.monotonic() + 60.0
-        while monitor.sensor_count == 0:
+        while not (monitor.timing["mpc"] and monitor.timing["ik"]):
             if graph.failed() or time.monotonic() > deadline:
                 raise RuntimeError(f"the graph did not start (exited: {graph.failed()}); see the node logs")
-            time.sleep(0.05)  # waiting for the first sensor sample of the freshly started simulator
+            time.sleep(0.05)  # polling counters filled by the executor thread
         left, right = current_feet(client, timeout=30.0) or DEFAULT_FEET
         distance = args.length * (args.steps - 1)
         steps = footsteps.walk_forward(left, right, distance, args.length, width=args.width,

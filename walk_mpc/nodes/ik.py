@@ -256,6 +256,7 @@ class IKNode(Node):
         self._timeout_ns = int(round(params.reference_timeout * 1e9))
 
         self._q: Optional[np.ndarray] = None  # model configuration: the posture commanded for now
+        self._initialised_measured = False  # the model was initialised from a sensor sample
         self._command: Optional[np.ndarray] = None  # last commanded positions (joint_names order)
         self._measured_joints: Optional[dict[str, float]] = None
         self._measured_base = None
@@ -310,14 +311,17 @@ class IKNode(Node):
         return None if self._q is None else self._q.copy()
 
     def _initialise(self) -> None:
-        if self._q is not None:
+        # A model started from the reference posture (a reference came before any sensor sample, e.g. after
+        # a restart of this node mid-walk) is re-initialised from the first measurement.
+        if self._q is not None and (self._initialised_measured or self._measured_joints is None):
             return
         q = self.robot.reference_configuration()
         if self._measured_joints is not None:
             q = self._measured_configuration(q)
             source = "the measured configuration"
         else:
-            source = "the reference posture"
+            source = "the reference posture (until the first sensor sample)"
+        self._initialised_measured = self._measured_joints is not None
         self._q = q
         self._command = self._positions(q)
         self.get_logger().info(f"model initialised from {source}")

@@ -9,7 +9,7 @@ Topics (names relative to the node's namespace):
   on every change (the kinematic plant only falls if its base tilts beyond ``fall_tilt``);
 * subscribes ``trajectory_topic`` (``trajectory_msgs/JointTrajectory``): ros2_control semantics (see
   :class:`walk_mpc.core.sim.backend.JointServo`); ``header.stamp`` on the simulated clock (zero = now);
-* subscribes ``commands_topic`` (``std_msgs/Float64MultiArray``): positions for ``command_joint_names``
+* subscribes ``commands_topic`` if set (``std_msgs/Float64MultiArray``): positions for ``command_joint_names``
   (empty = the model's joints in model order), reached at once (after the plant's latency and lag).
 
 A command naming a joint the model does not have, or with inconsistent array lengths, is rejected as a
@@ -65,7 +65,8 @@ class SimNodeParameters:
         real_time_factor: Simulated seconds per wall-clock second (1.0 = real time).
         sensor_topic: SensorState output.
         trajectory_topic: JointTrajectory command input.
-        commands_topic: Float64MultiArray command input.
+        commands_topic: Float64MultiArray command input ('' = none: the trajectory alone drives the robot;
+            listening to both would apply the ik's two outputs of the same tick one after the other).
         fall_topic: Fall flag output.
         command_joint_names: Joint order of ``commands_topic`` (empty = the model's joint order).
         frame_id: ``header.frame_id`` of the SensorState (the world frame of the base pose).
@@ -79,7 +80,7 @@ class SimNodeParameters:
     real_time_factor: float = 1.0
     sensor_topic: str = "sensor_state"
     trajectory_topic: str = "joint_trajectory"
-    commands_topic: str = "joint_commands"
+    commands_topic: str = ""
     fall_topic: str = "sim/fall"
     command_joint_names: tuple[str, ...] = ()
     frame_id: str = "world"
@@ -91,7 +92,7 @@ class SimNodeParameters:
         check_choice("backend", self.backend, sorted(BACKENDS))
         check_choice("robot_type", self.robot_type, ROBOT_TYPES)
         check_positive("real_time_factor", self.real_time_factor)
-        for field in ("sensor_topic", "trajectory_topic", "commands_topic", "fall_topic"):
+        for field in ("sensor_topic", "trajectory_topic", "fall_topic"):
             if not isinstance(getattr(self, field), str) or not getattr(self, field):
                 raise ParameterError(field, getattr(self, field), "a topic name")
         object.__setattr__(self, "command_joint_names", tuple(self.command_joint_names))
@@ -186,16 +187,19 @@ class SimNode(Node):
         self._fall_pub = self.create_publisher(Bool, params.fall_topic, latched)
         self._trajectory_sub = self.create_subscription(
             JointTrajectory, params.trajectory_topic, self._on_trajectory, reliable)
-        self._commands_sub = self.create_subscription(
-            Float64MultiArray, params.commands_topic, self._on_commands, reliable)
+        self._commands_sub = None
+        if params.commands_topic:
+            self._commands_sub = self.create_subscription(
+                Float64MultiArray, params.commands_topic, self._on_commands, reliable)
         self._publish_fall(self.backend.state.fallen)
         wall_period = self.backend.hardware_period / params.real_time_factor
         self._timer = self.create_timer(wall_period, self._on_timer)
+        inputs = [self._trajectory_sub.topic_name] + (
+            [self._commands_sub.topic_name] if self._commands_sub is not None else [])
         self.get_logger().info(
             f"{params.backend} simulator of {len(self.backend.joint_names)} joints, period "
             f"{self.backend.hardware_period} s, real-time factor {params.real_time_factor}; publishing "
-            f"'{self._sensor_pub.topic_name}', commands on '{self._trajectory_sub.topic_name}' and "
-            f"'{self._commands_sub.topic_name}'")
+            f"'{self._sensor_pub.topic_name}', commands on {inputs}")
 
     def sim_time_of(self, stamp_ns: int) -> float:
         """Simulated time [s] of a ROS stamp [ns] on the sensor clock."""
