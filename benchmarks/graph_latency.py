@@ -1,0 +1,192 @@
+"""Benchmark: sensor -> joint command latency through the node graph (sim -> mpc_planner -> ik over DDS).
+
+Starts the graph as processes (:class:`walk_mpc.tools.launch_graph.GraphProcesses`, Talos, kinematic sim,
+node logs in a temporary directory) and a probe node (``SingleThreadedExecutor``: rclpy 9's
+``MultiThreadedExecutor`` drops messages here) that records the receive time of each ``SensorState`` and
+each ``JointTrajectory`` by header stamp (a trajectory is stamped with the SensorState its reference was
+computed from). The latency is the difference of the two receive times in the probe (both go through
+DDS to the probe, so the probe's own delivery delay mostly cancels). Measured while standing
+(``--stand`` s) and while walking (a ``--steps``-step goal through ``walk_mpc.tools.send_walk``).
+
+Printed: median, p90, p99, max of the latency; median, p90, p99 of the per-node tick times reported on
+``mpc/timing`` and ``ik/timing`` (message in -> last output in the node); the load average. Baseline, in
+this process: the same chain's pure compute (``estimate_state`` + ``MpcPlanner.step`` + ``walk_targets``
+at T and 2T + ``IKSolver.solve_two``) over a Talos walk, so the DDS/ROS overhead is what remains.
+
+    bash -c 'source tools/env.sh && source install/setup.bash && python -P benchmarks/graph_latency.py'
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Dict, List, Sequence
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # control_tick.talos_walk (with python -P)
+
+import rclpy  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from trajectory_msgs.msg import JointTrajectory  # noqa: E402
+
+from walk_mpc.core import footsteps  # noqa: E402
+from walk_mpc.msg import SensorState, TickTiming  # noqa: E402
+from walk_mpc.tools.launch_graph import GraphProcesses  # noqa: E402
+from walk_mpc.tools.send_walk import DEFAULT_FEET, current_feet, send_walk  # noqa: E402
+
+
+def _stamp_ns(header) -> int:
+    return header.stamp.sec * 1_000_000_000 + header.stamp.nanosec
+
+
+class Probe(Node):
+    """Receive times of SensorState and JointTrajectory by stamp, and the nodes' tick timings."""
+
+    def __init__(self) -> None:
+        super().__init__("graph_latency_probe")
+        self.sensor: Dict[int, int] = {}
+        self.trajectory: Dict[int, int] = {}
+        self.timing: Dict[str, List[float]] = {"mpc": [], "ik": []}
+        self.create_subscription(SensorState, "sensor_state", self._on_sensor, 1000)
+        self.create_subscription(JointTrajectory, "joint_trajectory", self._on_trajectory, 100)
+        self.create_subscription(TickTiming, "mpc/timing", lambda m: self.timing["mpc"].append(m.tick_time), 100)
+        self.create_subscription(TickTiming, "ik/timing", lambda m: self.timing["ik"].append(m.tick_time), 100)
+
+    def _on_sensor(self, msg: SensorState) -> None:
+        self.sensor[_stamp_ns(msg.header)] = time.perf_counter_ns()
+
+    def _on_trajectory(self, msg: JointTrajectory) -> None:
+        self.trajectory.setdefault(_stamp_ns(msg.header), time.perf_counter_ns())
+
+    def mark(self) -> tuple:
+        """Current sizes (to take the samples of a window)."""
+        return len(self.trajectory), len(self.timing["mpc"]), len(self.timing["ik"])
+
+    def window(self, mark: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Latencies [s] and tick times [s] since ``mark``."""
+        stamps = list(self.trajectory)[mark[0]:]
+        latency = [(self.trajectory[s] - self.sensor[s]) * 1e-9 for s in stamps if s in self.sensor]
+        return (np.asarray(latency), np.asarray(self.timing["mpc"][mark[1]:]),
+                np.asarray(self.timing["ik"][mark[2]:]))
+
+
+def stats(label: str, values: Sequence[float]) -> str:
+    data = np.asarray(values) * 1e3
+    if data.size == 0:
+        return f"  {label:<28s} no samples"
+    p50, p90, p99 = np.percentile(data, [50, 90, 99])
+    return (f"  {label:<28s} median {p50:6.2f} ms  p90 {p90:6.2f} ms  p99 {p99:6.2f} ms  "
+            f"max {data.max():6.2f} ms  ({data.size})")
+
+
+def report(name: str, window: tuple) -> float:
+    latency, mpc, ik = window
+    print(f"{name}: load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    print(stats("sensor -> joint_trajectory", latency))
+    print(stats("mpc tick (in node)", mpc))
+    print(stats("ik tick (in node)", ik))
+    return float(np.percentile(latency, 99)) if latency.size else float("nan")
+
+
+def in_process_chain(ticks: int) -> np.ndarray:
+    """Wall time [s] of the chain's pure compute per tick (estimate_state, planner, targets, solve_two)."""
+    from control_tick import T, talos_walk
+
+    from walk_mpc.core.ik import IKSolver
+    from walk_mpc.core.mpc import MpcParameters
+    from walk_mpc.core.planner import MpcPlanner, PlannerParameters
+    from walk_mpc.core.robot import RobotModel
+    from walk_mpc.core.state_estimation import estimate_state
+    from walk_mpc.core.walk_targets import walk_targets, yaw_free
+
+    robot = RobotModel(RobotModel.Parameters(robot="talos_reduced"))
+    q0 = robot.reference_configuration()
+    com_height = float(robot.com(q0)[2] - robot.foot_poses(q0)[robot.left_foot_frame][0][2])
+    planner = MpcPlanner(PlannerParameters(mpc=MpcParameters(com_height=com_height), control_period=T))
+    timeline = talos_walk(robot)
+    planner.set_timeline(timeline)
+    solver = IKSolver(robot)
+    tilt = yaw_free(robot.frame_pose(q0, robot.torso_frame)[1])
+    names = list(robot.joint_names)
+    zero = [0.0] * len(names)
+    q = q0
+    out = []
+    for k in range(min(ticks, int(timeline.t_end / T))):
+        t = k * T
+        start = time.perf_counter_ns()
+        joints = robot.joint_positions(q)
+        measured = estimate_state(robot, names, [joints[n] for n in names], (q[0:3], q[3:7]), None, zero,
+                                  ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0)))
+        plan = planner.step(t, measured.com_position)
+        targets = [walk_targets(timeline, t + dt, com, tilt) for dt, com in zip((T, 2 * T), plan.com_targets)]
+        first, _ = solver.solve_two(targets[0], targets[1], q)
+        out.append((time.perf_counter_ns() - start) * 1e-9)
+        q = first.q
+    return np.asarray(out)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stand", type=float, default=10.0, help="[s] standing measurement")
+    parser.add_argument("--steps", type=int, default=6, help="steps of the walking measurement")
+    parser.add_argument("--length", type=float, default=0.2, help="[m] step length")
+    parser.add_argument("--duration", type=float, default=1.1, help="[s] step duration")
+    parser.add_argument("--target", type=float, default=3.0, help="[ms] p99 target")
+    args = parser.parse_args()
+
+    chain = in_process_chain(400)
+    print(stats("in-process chain (baseline)", chain))
+    print(f"load average before start: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+
+    logs = tempfile.mkdtemp(prefix="graph_latency_")
+    graph = GraphProcesses("talos", "kinematic", log_dir=logs).start()
+    rclpy.init()
+    probe = Probe()
+    client = rclpy.create_node("graph_latency_client")
+    executor = SingleThreadedExecutor()
+    executor.add_node(probe)
+    executor.add_node(client)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    p99 = {}
+    try:
+        deadline = time.monotonic() + 60.0
+        while not (probe.timing["mpc"] and probe.timing["ik"] and probe.trajectory):
+            if graph.failed() or time.monotonic() > deadline:
+                raise RuntimeError(f"the graph did not start (exited: {graph.failed()}); logs in {logs}")
+            time.sleep(0.05)  # polling counters filled by the executor thread
+        time.sleep(2.0)  # settle: first ticks build caches
+        mark = probe.mark()
+        time.sleep(args.stand)
+        p99["standing"] = report(f"standing ({args.stand:g} s)", probe.window(mark))
+        left, right = current_feet(client, timeout=30.0) or DEFAULT_FEET
+        steps = footsteps.walk_forward(left, right, args.length * (args.steps - 1), args.length, width=0.17,
+                                       duration=args.duration)
+        mark = probe.mark()
+        outcome = send_walk(client, steps, server_timeout=60.0, result_timeout=120.0)
+        p99["walking"] = report(f"walking ({len(steps)} steps, succeeded {outcome.succeeded})",
+                                probe.window(mark))
+    finally:
+        executor.shutdown(timeout_sec=5.0)
+        for node in (probe, client):
+            node.destroy_node()
+        rclpy.try_shutdown()
+        graph.stop()
+    chain_p99 = float(np.percentile(chain, 99))
+    for name, value in p99.items():
+        verdict = "holds" if value * 1e3 <= args.target else "missed"
+        print(f"{name}: p99 {value * 1e3:.2f} ms vs target {args.target:g} ms: {verdict}; graph / in-process "
+              f"chain p99 ratio {value / chain_p99:.1f}")
+    print(f"node logs: {logs}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
