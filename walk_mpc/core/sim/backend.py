@@ -433,6 +433,53 @@ class SimBackend(abc.ABC):
         self.set_trajectory(command)
 
 
+class ServoedBackend(SimBackend):
+    """A :class:`SimBackend` whose joints follow a :class:`JointServo`: the bookkeeping backends share.
+
+    Subclasses keep ``_servo`` (a :class:`JointServo`), ``_time`` [s], ``_state`` and ``_sample`` up to
+    date in ``reset`` and ``step``.
+    """
+
+    _servo: JointServo
+    _time: float
+    _state: SimState
+    _sample: SensorSample
+
+    @property
+    def time(self) -> float:
+        """Simulated time [s] since reset."""
+        return self._time
+
+    @property
+    def state(self) -> SimState:
+        """State after the last step."""
+        return self._state
+
+    def sensor_sample(self) -> SensorSample:
+        """Sensor data of the last step."""
+        return self._sample
+
+    def set_trajectory(self, command: JointTrajectoryCommand) -> None:
+        """Queue a position command received now (see :class:`JointServo`).
+
+        Raises:
+            JointNotFound: A commanded joint is not servoed; the command is rejected as a whole.
+        """
+        self._servo.command(command, self._time)
+
+
+def reject_scripted_joints(command: JointTrajectoryCommand, scripted: Sequence[str],
+                           commandable: Sequence[str]) -> None:
+    """Reject ``command`` if it names a joint of ``scripted`` (wheels that follow a script, not commands).
+
+    Raises:
+        InputError: A commanded joint is scripted; names the ``commandable`` joints instead.
+    """
+    named = [n for n in command.joint_names if n in scripted]
+    if named:
+        raise InputError("joint_names", named, f"leg joints {list(commandable)} (wheels are scripted)")
+
+
 def check_dt(dt: float | None, default: float) -> float:
     """The step ``dt`` [s] (``default`` when None), checked finite and > 0.
 
@@ -452,6 +499,8 @@ __all__ = [
     "JointTrajectoryCommand",
     "SensorSample",
     "SimBackend",
+    "ServoedBackend",
     "SimState",
     "check_dt",
+    "reject_scripted_joints",
 ]

@@ -68,9 +68,8 @@ from ..robot import RobotModel, rotation_z, yaw_of
 from .backend import (
     GRAVITY,
     JointServo,
-    JointTrajectoryCommand,
     SensorSample,
-    SimBackend,
+    ServoedBackend,
     SimState,
     check_dt,
 )
@@ -81,10 +80,13 @@ CORNERS = ("fl", "fr", "bl", "br")
 #: Foot name prefixes of the contact sensors (left sole first).
 FEET = ("left_foot", "right_foot")
 
+#: Contact sensors of a biped: the four sole corners of the left foot, then of the right foot.
+CONTACT_NAMES = tuple(f"{foot}_{corner}" for foot in FEET for corner in CORNERS)
+
 _GRAVITY_VECTOR = np.array([0.0, 0.0, -GRAVITY])
 
 
-class KinematicSim(SimBackend):
+class KinematicSim(ServoedBackend):
     """Kinematic floating-base biped tracking joint position commands (see the module docstring).
 
     Example:
@@ -215,16 +217,11 @@ class KinematicSim(SimBackend):
         self._mass = self.robot.mass
         self._servo = JointServo(self.robot.joint_names, p.lag_time_constant, p.latency,
                                  self.robot.lower_limits(), self.robot.upper_limits())
-        self._contact_names = tuple(f"{foot}_{corner}" for foot in FEET for corner in CORNERS)
         # Sole corners in the sole frame (x forward, y left), in CORNERS order.
         self._corners = np.array([[p.sole_front, p.sole_left], [p.sole_front, -p.sole_right],
                                   [-p.sole_back, p.sole_left], [-p.sole_back, -p.sole_right]])
         self._sole_centre = np.array([(p.sole_front - p.sole_back) / 2, (p.sole_left - p.sole_right) / 2])
-        q0 = self.robot.reference_configuration()
-        if p.initial_joint_names:
-            q0 = self.robot.configuration_from_joints(
-                dict(zip(p.initial_joint_names, p.initial_joint_positions)), q0[0:3], q0[3:7], default=q0)
-        self._initial = q0
+        self._initial = initial_configuration(self.robot, p)
         self.reset()
 
     # ----------------------------------------------------------------- interface
@@ -236,26 +233,12 @@ class KinematicSim(SimBackend):
     @property
     def contact_names(self) -> tuple[str, ...]:
         """Contact sensors: the four sole corners of the left foot, then of the right foot."""
-        return self._contact_names
+        return CONTACT_NAMES
 
     @property
     def hardware_period(self) -> float:
         """Default step [s]."""
         return self.params.hardware_period
-
-    @property
-    def time(self) -> float:
-        """Simulated time [s] since reset."""
-        return self._time
-
-    @property
-    def state(self) -> SimState:
-        """State after the last step."""
-        return self._state
-
-    def sensor_sample(self) -> SensorSample:
-        """Sensor data of the last step."""
-        return self._sample
 
     def initial_configuration(self) -> np.ndarray:
         """Configuration used by :meth:`reset` without argument (before placing the base on the ground)."""
@@ -307,14 +290,6 @@ class KinematicSim(SimBackend):
         self._imu_rotation = imu.rotation.copy()
         self._imu_velocity = np.zeros(3)
         self._finish(q, self._v, np.zeros(self.model.nv), np.zeros(3), np.zeros(3), np.zeros(3))
-
-    def set_trajectory(self, command: JointTrajectoryCommand) -> None:
-        """Queue a position command received now (see :class:`JointServo`).
-
-        Raises:
-            JointNotFound: A commanded joint is not in the model; the command is rejected as a whole.
-        """
-        self._servo.command(command, self._time)
 
     def step(self, dt: float | None = None) -> SimState:
         """Advance by ``dt`` [s] (default: the hardware period).
@@ -457,7 +432,7 @@ class KinematicSim(SimBackend):
             motor_pos=joint_pos,
             motor_vel=joint_vel,
             motor_torque=tau[6:],
-            contact_names=self._contact_names,
+            contact_names=CONTACT_NAMES,
             contact=forces,
             imu_names=(self._imu_frame,),
             imu_orientation_xyzw=np.array([imu_quat.coeffs()]),
@@ -528,6 +503,19 @@ class KinematicSim(SimBackend):
         return out
 
 
+def initial_configuration(robot: RobotModel, params: KinematicSim.Parameters) -> np.ndarray:
+    """``robot``'s reference configuration with the joints of ``params.initial_joint_names`` moved.
+
+    Raises:
+        JointNotFound: An initial joint is not in the model.
+    """
+    q0 = robot.reference_configuration()
+    if params.initial_joint_names:
+        positions = dict(zip(params.initial_joint_names, params.initial_joint_positions))
+        q0 = robot.configuration_from_joints(positions, q0[0:3], q0[3:7], default=q0)
+    return q0
+
+
 def _flatten(placement: pin.SE3) -> pin.SE3:
     """``placement`` on the ground: z = 0, roll and pitch zeroed, yaw kept."""
     position = placement.translation.copy()
@@ -541,4 +529,4 @@ def _interpolate(a: pin.SE3, b: pin.SE3, weight: float) -> pin.SE3:
     return pin.SE3(rotation, (1.0 - weight) * a.translation + weight * b.translation)
 
 
-__all__ = ["CORNERS", "FEET", "KinematicSim"]
+__all__ = ["CONTACT_NAMES", "CORNERS", "FEET", "KinematicSim", "initial_configuration"]

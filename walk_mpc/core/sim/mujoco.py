@@ -49,8 +49,17 @@ from ..errors import InputError, ModelError, ParameterError, ShapeError
 from ..params import check_choice, check_int_range, check_nonnegative, check_positive, check_range
 from ..robot import RobotModel
 from . import mjcf
-from .backend import GRAVITY, JointServo, JointTrajectoryCommand, SensorSample, SimBackend, SimState, check_dt
-from .kinematic import CORNERS, FEET, KinematicSim
+from .backend import (
+    GRAVITY,
+    JointServo,
+    JointTrajectoryCommand,
+    SensorSample,
+    ServoedBackend,
+    SimState,
+    check_dt,
+    reject_scripted_joints,
+)
+from .kinematic import CONTACT_NAMES, CORNERS, FEET, KinematicSim, initial_configuration
 from .wheels import WheelPlant, upkie_urdf
 
 #: Integrators of ``MujocoSim.Parameters.integrator``.
@@ -62,7 +71,7 @@ def _wxyz(rotation: np.ndarray) -> list[float]:
     return [float(w), float(x), float(y), float(z)]
 
 
-class _MujocoBackend(SimBackend):
+class _MujocoBackend(ServoedBackend):
     """Shared machinery: model, servo, stepping with interpolated targets, IMU and joint readings."""
 
     @dataclasses.dataclass(frozen=True)
@@ -231,23 +240,9 @@ class _MujocoBackend(SimBackend):
         return self._hardware_period
 
     @property
-    def time(self) -> float:
-        """Simulated time [s] since reset."""
-        return self._time
-
-    @property
-    def state(self) -> SimState:
-        """State after the last step."""
-        return self._state
-
-    @property
     def joint_names(self) -> tuple[str, ...]:
         """Every actuated joint, in the robot model's order (the order of the samples)."""
         return self.robot.joint_names
-
-    def sensor_sample(self) -> SensorSample:
-        """Sensor data of the last step."""
-        return self._sample
 
     @property
     def substeps(self) -> int:
@@ -285,14 +280,6 @@ class _MujocoBackend(SimBackend):
     def _before_physics_step(self, time: float) -> None:
         """Hook run before each physics step (feed-forward, scripted forces)."""
         self.data.xfrc_applied[self._root_body, 0:3] = self._base_force
-
-    def set_trajectory(self, command: JointTrajectoryCommand) -> None:
-        """Queue a position command received now (see :class:`JointServo`).
-
-        Raises:
-            JointNotFound: A commanded joint is not servoed; the command is rejected as a whole.
-        """
-        self._servo.command(command, self._time)
 
     def set_base_force(self, force_in_world: np.ndarray) -> None:
         """Apply ``force_in_world`` [N] at the base body's origin until changed (pushes, disturbances).
@@ -410,19 +397,14 @@ class MujocoSim(_MujocoBackend):
         self._sole_sites = [m.site(f"{foot}_sole").id for foot in FEET]
         self._foot_ids = [self.robot.frame_id(f) for f in self.robot.foot_frames]
         self._root_body = m.body(root).id
-        self._contact_names = tuple(f"{foot}_{corner}" for foot in FEET for corner in CORNERS)
         self._wrench = np.zeros(6)
-        q0 = self.robot.reference_configuration()
-        if p.initial_joint_names:
-            q0 = self.robot.configuration_from_joints(
-                dict(zip(p.initial_joint_names, p.initial_joint_positions)), q0[0:3], q0[3:7], default=q0)
-        self._initial = q0
+        self._initial = initial_configuration(self.robot, p)
         self.reset()
 
     @property
     def contact_names(self) -> tuple[str, ...]:
         """Contact sensors: the four sole corners of the left foot, then of the right foot."""
-        return self._contact_names
+        return CONTACT_NAMES
 
     def initial_configuration(self) -> np.ndarray:
         """Configuration used by :meth:`reset` without argument."""
@@ -575,7 +557,7 @@ class MujocoSim(_MujocoBackend):
         self._sample = SensorSample(
             time=self._time, joint_names=names, joint_pos=joint_pos, joint_vel=joint_vel,
             motor_names=names, motor_pos=joint_pos, motor_vel=joint_vel, motor_torque=torque,
-            contact_names=self._contact_names, contact=corners,
+            contact_names=CONTACT_NAMES, contact=corners,
             imu_names=(p.imu_frame or self.robot.base_frame,), imu_orientation_xyzw=imu_quat[None, :],
             imu_angular_vel=gyro[None, :], imu_linear_acc=acc[None, :],
             base_estimate_valid=True, base_position=base_position, base_orientation_xyzw=base_quat,
@@ -719,10 +701,8 @@ class MujocoWheelSim(_MujocoBackend):
             JointNotFound: A joint is not in the model.
             InputError: A joint is a wheel (wheels follow the scripted velocity).
         """
-        wheels = [n for n in command.joint_names if n in self.wheels]
-        if wheels:
-            raise InputError("joint_names", wheels, f"leg joints {list(self.legs)} (wheels are scripted)")
-        self._servo.command(command, self._time)
+        reject_scripted_joints(command, self.wheels, self.legs)
+        super().set_trajectory(command)
 
     def step(self, dt: float | None = None) -> SimState:
         """Advance by ``dt`` [s] (default: the hardware period; a multiple of the physics timestep).

@@ -20,7 +20,16 @@ from ..errors import InputError, ModelError, ParameterError
 from ..params import check_int_range, check_nonnegative, check_positive
 from ..robot import RobotModel
 from ..wheel_sim import simulate_wheel
-from .backend import GRAVITY, JointServo, JointTrajectoryCommand, SensorSample, SimBackend, SimState, check_dt
+from .backend import (
+    GRAVITY,
+    JointServo,
+    JointTrajectoryCommand,
+    SensorSample,
+    ServoedBackend,
+    SimState,
+    check_dt,
+    reject_scripted_joints,
+)
 
 
 def upkie_urdf() -> str:
@@ -36,7 +45,7 @@ def upkie_urdf() -> str:
     return str(upkie_description.URDF_PATH)
 
 
-class WheelPlant(SimBackend):
+class WheelPlant(ServoedBackend):
     """Wheeled biped whose wheels replay a scripted ground / lift / touchdown scenario."""
 
     @dataclasses.dataclass(frozen=True)
@@ -111,23 +120,9 @@ class WheelPlant(SimBackend):
         return self.params.hardware_period
 
     @property
-    def time(self) -> float:
-        """Simulated time [s] since reset."""
-        return self._time
-
-    @property
-    def state(self) -> SimState:
-        """State after the last step."""
-        return self._state
-
-    @property
     def in_air(self) -> bool:
         """Whether the robot is lifted at the current step."""
         return bool(self._in_air[self._k % self._cycle_steps])
-
-    def sensor_sample(self) -> SensorSample:
-        """Sensor data of the last step."""
-        return self._sample
 
     def reset(self, q0: np.ndarray | None = None) -> None:
         """Back to time 0, legs at ``q0``'s positions (the reference posture if None), wheels at 0."""
@@ -160,10 +155,8 @@ class WheelPlant(SimBackend):
             JointNotFound: A joint is not in the model.
             InputError: A joint is a wheel (wheels follow the scripted scenario).
         """
-        wheels = [n for n in command.joint_names if n in self.wheels]
-        if wheels:
-            raise InputError("joint_names", wheels, f"leg joints {list(self.legs)} (wheels are scripted)")
-        self._servo.command(command, self._time)
+        reject_scripted_joints(command, self.wheels, self.legs)
+        super().set_trajectory(command)
 
     def step(self, dt: float | None = None) -> SimState:
         """Advance one scenario sample (``dt`` must be the hardware period, the scenario's sampling).
