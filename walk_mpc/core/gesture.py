@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from ._validate import finite_number
 from .errors import InputError, ParameterError, ShapeError
 from .params import check_int_range
 
@@ -67,7 +68,7 @@ def elementary_transform(dof: GestureDof | int, value: float) -> np.ndarray:
         InputError: For an unknown dof or a non-finite value.
     """
     dof = _dof(dof)
-    value = _finite(f"value of {dof.name}", value)
+    value = finite_number(f"value of {dof.name}", value)
     transform = np.eye(4)
     if dof <= GestureDof.TZ:
         transform[int(dof), 3] = value
@@ -109,16 +110,6 @@ def _dof(dof) -> GestureDof:
         return GestureDof(int(dof))
     except (TypeError, ValueError):
         raise InputError("dof", dof, "one of TX=0, TY=1, TZ=2, RX=3, RY=4, RZ=5") from None
-
-
-def _finite(name: str, value) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise InputError(name, value, "a finite number") from None
-    if not math.isfinite(number):
-        raise InputError(name, value, "a finite number")
-    return number
 
 
 def _pose(name: str, value) -> np.ndarray:

@@ -36,6 +36,7 @@ import numpy as np
 import pinocchio as pin
 from scipy.linalg.lapack import dposv, dpotrs
 
+from ._validate import finite_vector
 from .errors import FrameNotFound, InputError, ModelError, ParameterError, ShapeError
 from .params import check_int_range, check_nonnegative, check_positive, check_range
 from .robot import RobotModel
@@ -59,19 +60,6 @@ _ORIENTATION = 1
 #: the numpy implementation).
 USE_KERNEL = True
 _CHORD_CONTRACTION = 1e-2  # chord step when (residual / residual before the last step)^2 is below this
-
-
-def _vector(name: str, value, size: int) -> np.ndarray:
-    try:
-        array = np.array(value, dtype=float)
-    except (TypeError, ValueError):
-        raise InputError(name, value, f"{size} numbers") from None
-    if array.shape != (size,):
-        raise ShapeError(name, array.shape, (size,))
-    if not np.all(np.isfinite(array)):
-        raise InputError(name, array, "finite values (no NaN/inf)")
-    array.setflags(write=False)
-    return array
 
 
 _IDENTITY = np.eye(3)
@@ -132,10 +120,11 @@ class IKTargets:
 
     def __post_init__(self) -> None:
         if self.com_position is not None:
-            object.__setattr__(self, "com_position", _vector("targets.com_position", self.com_position, 3))
+            com = finite_vector("targets.com_position", self.com_position, 3, read_only=True)
+            object.__setattr__(self, "com_position", com)
         positions = {}
         for key, value in dict(self.foot_positions).items():
-            positions[key] = _vector(f"targets.foot_positions[{key!r}]", value, 3)
+            positions[key] = finite_vector(f"targets.foot_positions[{key!r}]", value, 3, read_only=True)
         rotations = {}
         for key, value in dict(self.foot_rotations).items():
             if key not in positions:

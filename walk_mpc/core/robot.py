@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 import pinocchio as pin
 
-from .errors import FrameNotFound, InputError, JointNotFound, ModelError, ParameterError, ShapeError
+from ._validate import finite_vector
+from .errors import FrameNotFound, InputError, JointNotFound, ModelError, ParameterError
 
 ROBOT_DATA_SUBDIR = os.path.join("share", "example-robot-data", "robots")
 
@@ -133,18 +134,6 @@ def rotation_z(yaw: float) -> np.ndarray:
 def yaw_of(rotation: np.ndarray) -> float:
     """Yaw [rad] of a rotation matrix (angle of its x axis projected on the ground)."""
     return math.atan2(rotation[1, 0], rotation[0, 0])
-
-
-def _as_vector(name: str, value, size: int) -> np.ndarray:
-    try:
-        array = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise InputError(name, value, f"{size} numbers") from None
-    if array.shape != (size,):
-        raise ShapeError(name, array.shape, (size,))
-    if not np.all(np.isfinite(array)):
-        raise InputError(name, array, "finite values (no NaN/inf)")
-    return array
 
 
 class RobotModel:
@@ -390,7 +379,7 @@ class RobotModel:
             ShapeError: If ``q`` does not have shape (nq,).
             InputError: If ``q`` holds NaN/inf or a zero quaternion.
         """
-        q = _as_vector(name, q, self.nq).copy()
+        q = finite_vector(name, q, self.nq).copy()
         norm = float(np.linalg.norm(q[3:7]))
         if norm < 1e-9:
             raise InputError(name, q[3:7], "a nonzero base quaternion (x, y, z, w)")
@@ -438,8 +427,8 @@ class RobotModel:
             q = self.reference_configuration()
         else:
             q = self.check_configuration(default, "default")
-        q[0:3] = _as_vector("base_position", base_position, 3)
-        quat = _as_vector("base_quaternion_xyzw", base_quaternion_xyzw, 4)
+        q[0:3] = finite_vector("base_position", base_position, 3)
+        quat = finite_vector("base_quaternion_xyzw", base_quaternion_xyzw, 4)
         if np.linalg.norm(quat) < 1e-9:
             raise InputError("base_quaternion_xyzw", quat, "a nonzero quaternion")
         q[3:7] = quat / np.linalg.norm(quat)
@@ -457,7 +446,7 @@ class RobotModel:
     def configuration_from_actuated(self, positions, base_position=(0.0, 0.0, 0.0),
                                     base_quaternion_xyzw=(0.0, 0.0, 0.0, 1.0)) -> np.ndarray:
         """Inverse of :meth:`actuated_positions`: positions in :attr:`joint_names` order plus a base pose."""
-        positions = _as_vector("positions", positions, len(self.joint_names))
+        positions = finite_vector("positions", positions, len(self.joint_names))
         return self.configuration_from_joints(
             dict(zip(self.joint_names, positions)), base_position, base_quaternion_xyzw
         )

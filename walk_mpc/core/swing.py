@@ -22,7 +22,8 @@ import math
 
 import numpy as np
 
-from .errors import InputError, ShapeError
+from ._validate import finite_number, finite_vector
+from .errors import InputError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,28 +74,6 @@ def apex_bump(s: float) -> tuple[float, float, float]:
     )
 
 
-def _vector3(name: str, value) -> np.ndarray:
-    try:
-        array = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise InputError(name, value, "3 numbers") from None
-    if array.shape != (3,):
-        raise ShapeError(name, array.shape, (3,))
-    if not np.all(np.isfinite(array)):
-        raise InputError(name, array, "3 finite numbers")
-    return array
-
-
-def _scalar(name: str, value) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise InputError(name, value, "a finite number") from None
-    if not math.isfinite(number):
-        raise InputError(name, value, "a finite number")
-    return number
-
-
 def swing_pose(
     start_position,
     start_yaw: float,
@@ -121,14 +100,14 @@ def swing_pose(
     Raises:
         InputError: On non-finite inputs or a negative swing height.
     """
-    p0 = _vector3("start_position", start_position)
-    p1 = _vector3("end_position", end_position)
-    yaw0 = _scalar("start_yaw", start_yaw)
-    yaw1 = _scalar("end_yaw", end_yaw)
-    height = _scalar("swing_height", swing_height)
+    p0 = finite_vector("start_position", start_position, 3)
+    p1 = finite_vector("end_position", end_position, 3)
+    yaw0 = finite_number("start_yaw", start_yaw)
+    yaw1 = finite_number("end_yaw", end_yaw)
+    height = finite_number("swing_height", swing_height)
     if height < 0.0:
         raise InputError("swing_height", swing_height, "a height >= 0 m")
-    s = min(1.0, max(0.0, _scalar("s", s)))
+    s = min(1.0, max(0.0, finite_number("s", s)))
     b, db, ddb = blend(s)
     a, da, dda = apex_bump(s)
     delta = p1 - p0

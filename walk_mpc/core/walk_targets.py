@@ -25,14 +25,14 @@ Pure numpy (and :class:`RobotModel` forward kinematics for :meth:`StandingTarget
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from ._validate import finite_number, finite_vector
 from .errors import InputError, ShapeError
 from .gesture import GestureController, inverse_transform
-from .ik import IKTargets, _posture_vector, _rotation, _vector
+from .ik import IKTargets, _posture_vector, _rotation
 from .robot import RobotModel, rotation_z, yaw_of
 from .step import Foot
 from .swing import swing_position_yaw, wrap_angle
@@ -60,7 +60,7 @@ def foot_targets_at(timeline: Timeline, t: float) -> dict[Foot, FootTarget]:
     Stance feet are at the phase's poses; the swing foot of a single-support phase follows
     :func:`swing_pose` with ``s = phase.progress(t)``.
     """
-    feet = _feet_at(timeline, _finite("t", t))
+    feet = _feet_at(timeline, finite_number("t", t))
     return {foot: FootTarget(position, yaw, swinging) for foot, (position, yaw, swinging) in zip(Foot, feet)}
 
 
@@ -112,10 +112,10 @@ def walk_targets(
         InputError: If ``t`` or ``com_position`` is not finite, or the tilted torso orientation is
             not a rotation (the same errors as :class:`IKTargets`).
     """
-    (left, left_yaw, _), (right, right_yaw, _) = _feet_at(timeline, _finite("t", t))
+    (left, left_yaw, _), (right, right_yaw, _) = _feet_at(timeline, finite_number("t", t))
     # The user's inputs are validated as IKTargets would; the rest (timeline poses, rotations about z)
     # is valid by construction, so the targets skip IKTargets' checks.
-    com = _vector("targets.com_position", com_position, 3)
+    com = finite_vector("targets.com_position", com_position, 3, read_only=True)
     torso = rotation_z(torso_yaw(left_yaw, right_yaw))
     if torso_tilt is not None:
         torso = _rotation("targets.torso_orientation", torso @ np.asarray(torso_tilt, dtype=float))
@@ -143,16 +143,6 @@ def pose_matrix(position, rotation=None) -> np.ndarray:
     if rotation is not None:
         pose[:3, :3] = rotation_z(float(rotation)) if np.ndim(rotation) == 0 else np.asarray(rotation)
     return pose
-
-
-def _finite(name: str, value) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise InputError(name, value, "a finite number") from None
-    if not math.isfinite(number):
-        raise InputError(name, value, "a finite number")
-    return number
 
 
 class StandingTargets:
