@@ -134,6 +134,27 @@ def _heading(yaw: float) -> Tuple[float, float]:
     return math.cos(yaw), math.sin(yaw)
 
 
+def _steps_needed(amount: float, per_step: float) -> int:
+    """Fewest steps covering ``|amount|`` at most ``per_step`` at a time (ties do not add a step)."""
+    return math.ceil(abs(amount) / per_step - 1e-9)
+
+
+def _walk_straight(left: FootPose, right: FootPose, distance: float, step_length: float, sideways: bool,
+                   width: float, duration: float, swing_height: float, start_index: int,
+                   limits: StepLimits) -> List[Step]:
+    """Move the stance center by ``distance`` [m] along its heading (or to its left if ``sideways``)."""
+    check_finite("distance", distance)
+    check_positive("step_length", step_length)
+    x0, y0, _, yaw0 = stance_center(left, right)
+    if distance == 0.0:
+        return []
+    hx, hy = _heading(yaw0)
+    dx, dy = (-hy, hx) if sideways else (hx, hy)
+    return _generate(left, right, lambda s: (x0 + s * distance * dx, y0 + s * distance * dy, yaw0),
+                     _steps_needed(distance, step_length), width, duration, swing_height,
+                     start_index, limits, "distance")
+
+
 def walk_forward(
     left: FootPose,
     right: FootPose,
@@ -162,15 +183,8 @@ def walk_forward(
         ParameterError: On a non-positive step length, width or duration.
         InputError: If no plan within the limits exists.
     """
-    check_finite("distance", distance)
-    check_positive("step_length", step_length)
-    x0, y0, _, yaw0 = stance_center(left, right)
-    if distance == 0.0:
-        return []
-    hx, hy = _heading(yaw0)
-    return _generate(left, right, lambda s: (x0 + s * distance * hx, y0 + s * distance * hy, yaw0),
-                     math.ceil(abs(distance) / step_length - 1e-9), width, duration, swing_height,
-                     start_index, limits, "distance")
+    return _walk_straight(left, right, distance, step_length, False, width, duration, swing_height,
+                          start_index, limits)
 
 
 def walk_backward(left: FootPose, right: FootPose, distance: float, step_length: float = 0.1,
@@ -194,15 +208,8 @@ def walk_sideways(
 
     Same arguments as :func:`walk_forward`.
     """
-    check_finite("distance", distance)
-    check_positive("step_length", step_length)
-    x0, y0, _, yaw0 = stance_center(left, right)
-    if distance == 0.0:
-        return []
-    hx, hy = _heading(yaw0)
-    return _generate(left, right, lambda s: (x0 - s * distance * hy, y0 + s * distance * hx, yaw0),
-                     math.ceil(abs(distance) / step_length - 1e-9), width, duration, swing_height,
-                     start_index, limits, "distance")
+    return _walk_straight(left, right, distance, step_length, True, width, duration, swing_height,
+                          start_index, limits)
 
 
 def turn_in_place(
@@ -226,7 +233,7 @@ def turn_in_place(
     if angle == 0.0:
         return []
     return _generate(left, right, lambda s: (x0, y0, yaw0 + s * angle),
-                     math.ceil(abs(angle) / max_step_yaw - 1e-9), width, duration, swing_height,
+                     _steps_needed(angle, max_step_yaw), width, duration, swing_height,
                      start_index, limits, "angle")
 
 
@@ -262,8 +269,7 @@ def walk_arc(
         yaw = yaw0 + s * angle
         return cx + rho * math.sin(yaw), cy - rho * math.cos(yaw), yaw
 
-    n_min = max(math.ceil(radius * abs(angle) / step_length - 1e-9),
-                math.ceil(abs(angle) / max_step_yaw - 1e-9))
+    n_min = max(_steps_needed(radius * angle, step_length), _steps_needed(angle, max_step_yaw))
     return _generate(left, right, pose_at, n_min, width, duration, swing_height, start_index, limits, "angle")
 
 
@@ -300,9 +306,9 @@ def walk_to_pose(
         return []
     forward, lateral, _ = relative_offset(FootPose((x0, y0, z0), yaw0), (x, y, z0))
     n_min = max(
-        math.ceil(abs(forward) / step_length - 1e-9),
-        math.ceil(abs(lateral) / lateral_step - 1e-9),
-        math.ceil(abs(turn) / max_step_yaw - 1e-9),
+        _steps_needed(forward, step_length),
+        _steps_needed(lateral, lateral_step),
+        _steps_needed(turn, max_step_yaw),
     )
     return _generate(left, right, lambda s: (x0 + s * (x - x0), y0 + s * (y - y0), yaw0 + s * turn),
                      n_min, width, duration, swing_height, start_index, limits, "pose")
