@@ -468,16 +468,23 @@ class ServoedBackend(SimBackend):
         self._servo.command(command, self._time)
 
 
-def reject_scripted_joints(command: JointTrajectoryCommand, scripted: Sequence[str],
-                           commandable: Sequence[str]) -> None:
-    """Reject ``command`` if it names a joint of ``scripted`` (wheels that follow a script, not commands).
+class ScriptedWheelsBackend(ServoedBackend):
+    """A :class:`ServoedBackend` whose ``wheels`` follow a script: commands name ``legs`` joints only."""
 
-    Raises:
-        InputError: A commanded joint is scripted; names the ``commandable`` joints instead.
-    """
-    named = [n for n in command.joint_names if n in scripted]
-    if named:
-        raise InputError("joint_names", named, f"leg joints {list(commandable)} (wheels are scripted)")
+    wheels: tuple[str, ...]
+    legs: tuple[str, ...]
+
+    def set_trajectory(self, command: JointTrajectoryCommand) -> None:
+        """Queue a leg position command received now.
+
+        Raises:
+            JointNotFound: A joint is not in the model.
+            InputError: A joint is a wheel (wheels follow their script).
+        """
+        wheels = [n for n in command.joint_names if n in self.wheels]
+        if wheels:
+            raise InputError("joint_names", wheels, f"leg joints {list(self.legs)} (wheels are scripted)")
+        super().set_trajectory(command)
 
 
 def check_dt(dt: float | None, default: float) -> float:
@@ -500,7 +507,7 @@ __all__ = [
     "SensorSample",
     "SimBackend",
     "ServoedBackend",
+    "ScriptedWheelsBackend",
     "SimState",
     "check_dt",
-    "reject_scripted_joints",
 ]

@@ -404,17 +404,8 @@ class KinematicSim(ServoedBackend):
         imu_quat = pin.Quaternion(imu.rotation).normalized()
         acc_reading = imu.rotation.T @ (imu_acc - _GRAVITY_VECTOR)
         gyro = np.array(imu_omega, dtype=float)
-        n = len(self.joint_names)
-        joint_pos, joint_vel = q[7:].copy(), v[6:].copy()
-        rng = self._rng
-        if p.joint_position_noise > 0.0:
-            joint_pos = joint_pos + p.joint_position_noise * rng.standard_normal(n)
-        if p.joint_velocity_noise > 0.0:
-            joint_vel = joint_vel + p.joint_velocity_noise * rng.standard_normal(n)
-        if p.imu_angular_velocity_noise > 0.0:
-            gyro = gyro + p.imu_angular_velocity_noise * rng.standard_normal(3)
-        if p.imu_linear_acceleration_noise > 0.0:
-            acc_reading = acc_reading + p.imu_linear_acceleration_noise * rng.standard_normal(3)
+        joint_pos, joint_vel, gyro, acc_reading = add_sensor_noise(
+            p, self._rng, q[7:].copy(), v[6:].copy(), gyro, acc_reading)
         base = data.oMf[self._base_id]
         root_rotation = base_rotation
         base_linear = root_rotation @ v[0:3]
@@ -516,6 +507,29 @@ def initial_configuration(robot: RobotModel, params: KinematicSim.Parameters) ->
     return q0
 
 
+def add_sensor_noise(params: KinematicSim.Parameters, rng: np.random.Generator, joint_pos: np.ndarray,
+                     joint_vel: np.ndarray, gyro: np.ndarray, acc: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Readings plus the white noise of ``params`` (zero-mean Gaussian, standard deviations in ``params``).
+
+    Draws from ``rng`` in a fixed order (joint positions, joint velocities, gyro, accelerometer), each
+    only when its standard deviation is > 0, so a seed reproduces a run.
+
+    Returns:
+        Joint positions [rad], joint velocities [rad/s], angular velocity [rad/s], linear acceleration
+        [m/s^2]: new arrays where noise is added, the given ones otherwise.
+    """
+    n = len(joint_pos)
+    if params.joint_position_noise > 0.0:
+        joint_pos = joint_pos + params.joint_position_noise * rng.standard_normal(n)
+    if params.joint_velocity_noise > 0.0:
+        joint_vel = joint_vel + params.joint_velocity_noise * rng.standard_normal(n)
+    if params.imu_angular_velocity_noise > 0.0:
+        gyro = gyro + params.imu_angular_velocity_noise * rng.standard_normal(3)
+    if params.imu_linear_acceleration_noise > 0.0:
+        acc = acc + params.imu_linear_acceleration_noise * rng.standard_normal(3)
+    return joint_pos, joint_vel, gyro, acc
+
+
 def _flatten(placement: pin.SE3) -> pin.SE3:
     """``placement`` on the ground: z = 0, roll and pitch zeroed, yaw kept."""
     position = placement.translation.copy()
@@ -529,4 +543,4 @@ def _interpolate(a: pin.SE3, b: pin.SE3, weight: float) -> pin.SE3:
     return pin.SE3(rotation, (1.0 - weight) * a.translation + weight * b.translation)
 
 
-__all__ = ["CONTACT_NAMES", "CORNERS", "FEET", "KinematicSim", "initial_configuration"]
+__all__ = ["CONTACT_NAMES", "CORNERS", "FEET", "KinematicSim", "add_sensor_noise", "initial_configuration"]

@@ -52,14 +52,13 @@ from . import mjcf
 from .backend import (
     GRAVITY,
     JointServo,
-    JointTrajectoryCommand,
+    ScriptedWheelsBackend,
     SensorSample,
     ServoedBackend,
     SimState,
     check_dt,
-    reject_scripted_joints,
 )
-from .kinematic import CONTACT_NAMES, CORNERS, FEET, KinematicSim, initial_configuration
+from .kinematic import CONTACT_NAMES, CORNERS, FEET, KinematicSim, add_sensor_noise, initial_configuration
 from .wheels import WheelPlant, upkie_urdf
 
 #: Integrators of ``MujocoSim.Parameters.integrator``.
@@ -544,15 +543,7 @@ class MujocoSim(_MujocoBackend):
         self._fallen = self._fallen or tilt > p.fall_tilt or bool(low)
         joint_pos, joint_vel, torque = self._joint_readings()
         imu_quat, gyro, acc = self._imu()
-        rng, n = self._rng, len(joint_pos)
-        if p.joint_position_noise > 0.0:
-            joint_pos = joint_pos + p.joint_position_noise * rng.standard_normal(n)
-        if p.joint_velocity_noise > 0.0:
-            joint_vel = joint_vel + p.joint_velocity_noise * rng.standard_normal(n)
-        if p.imu_angular_velocity_noise > 0.0:
-            gyro = gyro + p.imu_angular_velocity_noise * rng.standard_normal(3)
-        if p.imu_linear_acceleration_noise > 0.0:
-            acc = acc + p.imu_linear_acceleration_noise * rng.standard_normal(3)
+        joint_pos, joint_vel, gyro, acc = add_sensor_noise(p, self._rng, joint_pos, joint_vel, gyro, acc)
         names = self.robot.joint_names
         self._sample = SensorSample(
             time=self._time, joint_names=names, joint_pos=joint_pos, joint_vel=joint_vel,
@@ -570,7 +561,7 @@ class MujocoSim(_MujocoBackend):
         )
 
 
-class MujocoWheelSim(_MujocoBackend):
+class MujocoWheelSim(ScriptedWheelsBackend, _MujocoBackend):
     """Wheeled robot (upkie): base on x/z slides, scripted wheel speeds and lifts (see the module doc)."""
 
     Parameters = _MujocoBackend.Parameters
@@ -693,16 +684,6 @@ class MujocoWheelSim(_MujocoBackend):
             low = d.geom_xpos[g][2] - radius * math.sqrt(max(0.0, 1.0 - axis_z ** 2)) - half_length * axis_z
             lowest = min(lowest, low)
         return lowest
-
-    def set_trajectory(self, command: JointTrajectoryCommand) -> None:
-        """Queue a leg position command received now.
-
-        Raises:
-            JointNotFound: A joint is not in the model.
-            InputError: A joint is a wheel (wheels follow the scripted velocity).
-        """
-        reject_scripted_joints(command, self.wheels, self.legs)
-        super().set_trajectory(command)
 
     def step(self, dt: float | None = None) -> SimState:
         """Advance by ``dt`` [s] (default: the hardware period; a multiple of the physics timestep).

@@ -23,12 +23,10 @@ from ..wheel_sim import simulate_wheel
 from .backend import (
     GRAVITY,
     JointServo,
-    JointTrajectoryCommand,
+    ScriptedWheelsBackend,
     SensorSample,
-    ServoedBackend,
     SimState,
     check_dt,
-    reject_scripted_joints,
 )
 
 
@@ -45,7 +43,7 @@ def upkie_urdf() -> str:
     return str(upkie_description.URDF_PATH)
 
 
-class WheelPlant(ServoedBackend):
+class WheelPlant(ScriptedWheelsBackend):
     """Wheeled biped whose wheels replay a scripted ground / lift / touchdown scenario."""
 
     @dataclasses.dataclass(frozen=True)
@@ -147,16 +145,6 @@ class WheelPlant(ServoedBackend):
             velocity.append(vel)
         self._torque, self._velocity, self._in_air = np.array(torque), np.array(velocity), in_air
         self._cycle = cycle
-
-    def set_trajectory(self, command: JointTrajectoryCommand) -> None:
-        """Queue a leg position command received now.
-
-        Raises:
-            JointNotFound: A joint is not in the model.
-            InputError: A joint is a wheel (wheels follow the scripted scenario).
-        """
-        reject_scripted_joints(command, self.wheels, self.legs)
-        super().set_trajectory(command)
 
     def step(self, dt: float | None = None) -> SimState:
         """Advance one scenario sample (``dt`` must be the hardware period, the scenario's sampling).
