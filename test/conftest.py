@@ -97,3 +97,22 @@ def start_node(tmp_path):
     yield start
     for proc in started:
         proc.stop()
+
+
+# ------------------------------------------------------------------ robot models shared by the core tests
+# Module-scoped: each test module builds its own models (a test may not leak model state to another
+# module). A module may define its own fixture of the same name, which takes precedence.
+@pytest.fixture(scope="module")
+def talos():
+    """The reduced TALOS humanoid (example-robot-data)."""
+    from walk_mpc.core.robot import RobotModel
+
+    return RobotModel(RobotModel.Parameters(robot="talos_reduced"))
+
+
+@pytest.fixture(scope="module")
+def solo():
+    """The Solo-12 quadruped (example-robot-data)."""
+    from walk_mpc.core.robot import RobotModel
+
+    return RobotModel(RobotModel.Parameters(robot="solo12"))

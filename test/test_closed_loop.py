@@ -28,11 +28,6 @@ LANDING_TOLERANCE = 1e-3  # [m]
 YAW_TOLERANCE = 1e-3  # [rad]
 
 
-@pytest.fixture(scope="module")
-def talos():
-    return RobotModel(RobotModel.Parameters(robot="talos_reduced"))
-
-
 def start_feet(robot: RobotModel) -> tuple[FootPose, FootPose, float]:
     """The feet measured on the plant at rest (as the walk behavior plans from them): Talos' reference
     posture puts its left sole 0.29 mm above the right one, so the plan is a fraction of a millimetre off

@@ -7,7 +7,7 @@ import pytest
 from walk_mpc.core.errors import FrameNotFound, InputError, ParameterError
 from walk_mpc.core.ik import IKSolver, IKTargets, targets_from_configuration
 from walk_mpc.core.params import from_mapping, to_mapping
-from walk_mpc.core.robot import RobotModel, rotation_z
+from walk_mpc.core.robot import rotation_z
 from walk_mpc.core.step import Foot
 
 
@@ -19,16 +19,6 @@ def step_implementation(request, monkeypatch):
     if request.param == "numpy":
         monkeypatch.setattr(ik, "USE_KERNEL", False)
     return request.param
-
-
-@pytest.fixture(scope="module")
-def talos():
-    return RobotModel(RobotModel.Parameters(robot="talos_reduced"))
-
-
-@pytest.fixture(scope="module")
-def solo():
-    return RobotModel(RobotModel.Parameters(robot="solo12"))
 
 
 def perturbed(robot, rng, scale):

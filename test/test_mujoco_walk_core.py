@@ -62,11 +62,6 @@ def assert_walked(outcome: WalkOutcome) -> None:
 
 
 @pytest.fixture(scope="module")
-def talos():
-    return RobotModel(RobotModel.Parameters(robot="talos_reduced"))
-
-
-@pytest.fixture(scope="module")
 def default_walk(talos):
     return walk_on_physics(talos, MujocoSim.Parameters())
 

@@ -8,11 +8,6 @@ from walk_mpc.core.params import from_mapping, to_mapping
 from walk_mpc.core.robot import RobotModel, rotation_z, yaw_of
 
 
-@pytest.fixture(scope="module")
-def talos():
-    return RobotModel(RobotModel.Parameters(robot="talos_reduced"))
-
-
 def test_talos_loads_with_a_free_flyer_and_38_velocities(talos):
     assert (talos.nq, talos.nv) == (39, 38)
     assert len(talos.joint_names) == 32

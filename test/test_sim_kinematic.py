@@ -18,11 +18,6 @@ RIGHT_LEG = ("leg_right_3_joint", "leg_right_4_joint", "leg_right_5_joint")  # h
 HIP_AND_ANKLE_ROLL = ("leg_left_2_joint", "leg_right_2_joint", "leg_left_6_joint", "leg_right_6_joint")
 
 
-@pytest.fixture(scope="module")
-def talos():
-    return RobotModel(RobotModel.Parameters(robot="talos_reduced"))
-
-
 def make_sim(talos, **kwargs):
     return KinematicSim(KinematicSim.Parameters(**kwargs), robot=talos)
 

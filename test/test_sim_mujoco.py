@@ -11,17 +11,11 @@ import pytest
 pytest.importorskip("mujoco")
 
 from walk_mpc.core.errors import InputError, JointNotFound, ParameterError  # noqa: E402
-from walk_mpc.core.robot import RobotModel  # noqa: E402
 from walk_mpc.core.sim import GRAVITY, JointTrajectoryCommand, create_backend  # noqa: E402
 from walk_mpc.core.sim.kinematic import KinematicSim  # noqa: E402
 from walk_mpc.core.sim.mujoco import MujocoSim, MujocoWheelSim  # noqa: E402
 from walk_mpc.core.sim.wheels import WheelPlant  # noqa: E402
 from walk_mpc.core.wheel_contact import WheelContact  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def talos():
-    return RobotModel(RobotModel.Parameters(robot="talos_reduced"))
 
 
 def make_sim(talos, mujoco=None, **kwargs):

@@ -8,7 +8,7 @@ import pytest
 from walk_mpc.core.errors import InputError
 from walk_mpc.core.gesture import GestureController, GestureDof
 from walk_mpc.core.ik import IKSolver, IKTargets
-from walk_mpc.core.robot import RobotModel, rotation_z, yaw_of
+from walk_mpc.core.robot import rotation_z, yaw_of
 from walk_mpc.core.step import Foot, Step
 from walk_mpc.core.timeline import FootPose, GaitTiming, PhaseKind, Timeline
 from walk_mpc.core.walk_targets import (
@@ -37,16 +37,6 @@ def turning_walk():
 
 def sample_times(timeline, count=400):
     return np.linspace(-0.1, timeline.t_end + 0.5, count)
-
-
-@pytest.fixture(scope="module")
-def talos():
-    return RobotModel(RobotModel.Parameters(robot="talos_reduced"))
-
-
-@pytest.fixture(scope="module")
-def solo():
-    return RobotModel(RobotModel.Parameters(robot="solo12"))
 
 
 # ------------------------------------------------------------------------------------------ walking
