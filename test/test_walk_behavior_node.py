@@ -14,6 +14,7 @@ import threading
 import time
 
 import pytest
+from ros_helpers import wait_until
 
 from walk_mpc.core.step import Foot, Step
 from walk_mpc.core.walk_behavior import SUBSTATE_FLAGS, WalkErrorCode, WalkFlags
@@ -40,18 +41,6 @@ def step_k(k: int, length: float = 0.1, duration: float = 0.8, half_width: float
 
 def straight(first: int, last: int, **kwargs) -> list[Step]:
     return [step_k(k, **kwargs) for k in range(first, last + 1)]
-
-
-def wait_for(condition, what: str, process=None, timeout: float = 30.0) -> None:
-    """Poll ``condition()`` (the client's executor runs in its own thread); fail on timeout or node exit."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if process is not None and process.proc.poll() is not None:
-            pytest.fail(f"node exited ({process.proc.returncode}) while waiting for {what}:\n"
-                        f"{process.output()}")
-        if time.monotonic() > deadline:
-            pytest.fail(f"timeout waiting for {what}" + (f":\n{process.output()}" if process else ""))
-        time.sleep(0.002)
 
 
 def substates(feedback) -> list[WalkFlags]:
@@ -159,16 +148,16 @@ class Client:
             self.executor.spin()
 
     def wait_ready(self, process) -> None:
-        wait_for(lambda: self.action.server_is_ready() and self.queue.service_is_ready()
-                 and self.sensor_pub.get_subscription_count() >= 1
-                 and self.fall_pub.get_subscription_count() >= 1
-                 and self.mpc_pub.get_subscription_count() >= 1
-                 and self.ik_pub.get_subscription_count() >= 1, "the node's endpoints", process)
+        wait_until(lambda: self.action.server_is_ready() and self.queue.service_is_ready()
+                   and self.sensor_pub.get_subscription_count() >= 1
+                   and self.fall_pub.get_subscription_count() >= 1
+                   and self.mpc_pub.get_subscription_count() >= 1
+                   and self.ik_pub.get_subscription_count() >= 1, "the node's endpoints", process)
 
     def wait_status(self, process) -> None:
         """Wait for the next walk/status (the node processed a fresh sample)."""
         count = len(self.statuses)
-        wait_for(lambda: len(self.statuses) > count, "a walk/status", process)
+        wait_until(lambda: len(self.statuses) > count, "a walk/status", process)
 
     def send(self, steps, plan_complete: bool = True, process=None) -> Goal:
         """Send a goal (Step objects or StepData messages) and wait until the server accepted it."""
@@ -180,7 +169,7 @@ class Client:
                              plan_complete=plan_complete)
         future = self.action.send_goal_async(
             msg, feedback_callback=lambda m: goal.feedback.append(m.feedback))
-        wait_for(future.done, "the goal response", process)
+        wait_until(future.done, "the goal response", process)
         goal.handle = future.result()
         assert goal.handle.accepted  # the node accepts every goal and reports refusals as results
         goal.result_future = goal.handle.get_result_async()
@@ -191,7 +180,7 @@ class Client:
 
         request = self.QueueSteps.Request(steps=[step_to_msg(s) for s in steps], plan_complete=plan_complete)
         future = self.queue.call_async(request)
-        wait_for(future.done, "the queue_steps response", process)
+        wait_until(future.done, "the queue_steps response", process)
         return future.result()
 
     def close(self) -> None:
@@ -213,11 +202,11 @@ class Goal:
         self.feedback = []
 
     def wait_feedback(self, condition, what, process=None):
-        wait_for(lambda: any(condition(fb) for fb in list(self.feedback)), what, process)
+        wait_until(lambda: any(condition(fb) for fb in list(self.feedback)), what, process)
 
     def outcome(self, process=None, timeout: float = 30.0):
         """(GoalStatus, Walk.Result) once the goal ended."""
-        wait_for(self.result_future.done, "the goal result", process, timeout)
+        wait_until(self.result_future.done, "the goal result", process, timeout)
         response = self.result_future.result()
         return response.status, response.result
 
@@ -244,7 +233,7 @@ def client(walk_node):
 def stream(client, walk_node):
     sensor = SensorStream(client.sensor_pub)
     sensor.start()
-    wait_for(lambda: client.plans and client.statuses, "the first plan and status", walk_node)
+    wait_until(lambda: client.plans and client.statuses, "the first plan and status", walk_node)
     yield sensor
     sensor.close()
 
@@ -254,7 +243,7 @@ def standing(client, stream, walk_node):
     """The node in Stand with the stream running, at the start of a scenario."""
     stream.start()
     count = len(client.statuses)
-    wait_for(lambda: len(client.statuses) > count and client.statuses[-1].behavior == 0, "Stand", walk_node)
+    wait_until(lambda: len(client.statuses) > count and client.statuses[-1].behavior == 0, "Stand", walk_node)
     return client
 
 
@@ -333,7 +322,7 @@ def test_invalid_foot_index_aborts_with_invalid_step_naming_it(standing, walk_no
     assert "step 2" in result.error_msg and "foot_index 7" in result.error_msg
     assert list(result.offending_step_indices) == [2]
     assert result.last_completed_step_index == 0
-    wait_for(lambda: "refused: INVALID_STEP" in walk_node.output(), "the refusal in the log", walk_node)
+    wait_until(lambda: "refused: INVALID_STEP" in walk_node.output(), "the refusal in the log", walk_node)
 
 
 def test_same_foot_twice_ends_inconsistent_steps_with_offending_indices(standing, walk_node, goal_status):
@@ -352,7 +341,7 @@ def test_cancel_mid_walk_finishes_the_swing_and_ends_canceled(standing, walk_nod
     goal = standing.send(straight(1, 10), process=walk_node)
     goal.wait_feedback(lambda fb: fb.walk.current_step_index >= 1, "the first touchdown", walk_node)
     cancel = goal.handle.cancel_goal_async()
-    wait_for(cancel.done, "the cancel response", walk_node)
+    wait_until(cancel.done, "the cancel response", walk_node)
     assert len(cancel.result().goals_canceling) == 1
     status, result = goal.outcome(walk_node)
     assert status == goal_status.STATUS_CANCELED
@@ -397,7 +386,7 @@ def test_queue_steps_streams_an_open_goal_in_windows_of_four(standing, walk_node
             return goal.result_future.done() or (
                 goal.feedback and goal.feedback[-1].walk.next_step_index_needed != needed)
 
-        wait_for(decided, "the next decision", walk_node)
+        wait_until(decided, "the next decision", walk_node)
     status, result = goal.outcome(walk_node)
     assert status == goal_status.STATUS_SUCCEEDED, result.error_msg
     assert (result.error_code, result.last_completed_step_index) == (WalkErrorCode.NONE, total)
@@ -450,7 +439,7 @@ def test_sensor_stream_stopping_aborts_with_sensor_timeout(standing, walk_node, 
         assert status == goal_status.STATUS_ABORTED
         assert result.error_code == WalkErrorCode.SENSOR_TIMEOUT
         assert "sensor_timeout" in result.error_msg and "/sensor_state" in result.error_msg
-        wait_for(lambda: standing.plans[-1].walking is False, "the Stand plan", walk_node)
+        wait_until(lambda: standing.plans[-1].walking is False, "the Stand plan", walk_node)
         # stale stream: a new goal is refused at once
         status, result = standing.send(straight(1, 4), process=walk_node).outcome(walk_node)
         assert result.error_code == WalkErrorCode.SENSOR_TIMEOUT
@@ -469,7 +458,7 @@ def test_sample_with_a_stamp_going_backwards_is_ignored_and_logged(standing, wal
     old = SensorState()
     old.header.stamp.sec = 1
     standing.sensor_pub.publish(old)
-    wait_for(lambda: "is before the previous one" in walk_node.output(), "the warning", walk_node)
+    wait_until(lambda: "is before the previous one" in walk_node.output(), "the warning", walk_node)
     status, result = standing.send(straight(1, 2, length=0.0), process=walk_node).outcome(walk_node)
     assert status == goal_status.STATUS_SUCCEEDED, result.error_msg
 
@@ -516,7 +505,7 @@ def test_measured_support_foot_is_forward_kinematics_of_the_sensor_state(start_n
         ros.wait_ready(node)
         sensor = SensorStream(ros.sensor_pub, sample)
         sensor.start()
-        wait_for(lambda: ros.plans, "the first plan", node)
+        wait_until(lambda: ros.plans, "the first plan", node)
         # the first measurement replaced the configured feet (x = 0) in the Stand plan
         assert ros.plans[-1].left_start_position.x == pytest.approx(0.5, abs=1e-6)
         assert ros.plans[-1].right_start_position.y == pytest.approx(-0.085, abs=1e-4)

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
+from ros_helpers import wait_until
 
 from walk_mpc.core.wheel_contact import WheelContact
 from walk_mpc.tools.wheel_scenario import make_scenario
@@ -91,14 +90,7 @@ class Listener:
 
     def spin_until(self, condition, what, process=None, timeout=20.0):
         """Spin until ``condition()``; fail with ``what`` (and the node's log) on timeout or node exit."""
-        deadline = time.monotonic() + timeout
-        while not condition():
-            if process is not None and process.proc.poll() is not None:
-                pytest.fail(f"node exited ({process.proc.returncode}) while waiting for {what}:\n"
-                            f"{process.output()}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"timeout waiting for {what}" + (f":\n{process.output()}" if process else ""))
-            self.executor.spin_once(timeout_sec=0.05)
+        wait_until(condition, what, process, timeout, poll=lambda: self.executor.spin_once(timeout_sec=0.05))
 
     def publish(self, samples, process, window=100):
         """Publish SensorState dicts, at most ``window`` ahead of the node's answers; wait for all."""
