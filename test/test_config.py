@@ -1,4 +1,4 @@
-"""Every parameters file section is valid for its node, and the nodes declare exactly their dataclass fields."""
+"""Every parameters-file section is valid for its node; nodes declare exactly their dataclass fields."""
 
 import importlib
 from pathlib import Path
