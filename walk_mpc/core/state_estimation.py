@@ -66,20 +66,50 @@ def _vector(name: str, value, size: Optional[int] = None) -> np.ndarray:
     return array
 
 
-def _joint_map(robot: RobotModel, names: Sequence[str], values, what: str) -> dict[str, float]:
-    """Values of every actuated joint of the model by name (extra names ignored, missing ones refused)."""
-    names = list(names)
+class _Layout:
+    """Index maps of one (robot, sample joint names) pair, computed once: sample order -> model order."""
+
+    def __init__(self, robot: RobotModel, names: tuple) -> None:
+        position = {name: i for i, name in enumerate(names)}  # a repeated name: its last value, as dict(zip)
+        self.robot = robot
+        self.size = len(names)
+        self.missing = [n for n in robot.joint_names if n not in position]
+        found = [n for n in robot.joint_names if n in position]
+        self.sample = np.array([position[n] for n in found], dtype=int)
+        self.idx_q = np.array([robot.joint_index_q(n) for n in found], dtype=int)
+        self.idx_v = np.array([robot.joint_index_v(n) for n in found], dtype=int)
+        model = robot.model
+        continuous = [model.joints[model.getJointId(n)].nq == 2 and model.joints[model.getJointId(n)].nv == 1
+                      for n in found]
+        self.continuous = np.array(continuous, dtype=bool) if any(continuous) else None
+
+
+_LAYOUTS: dict = {}  # (id(robot), joint names) -> _Layout
+_MAX_LAYOUTS = 64
+
+
+def _layout(robot: RobotModel, names: Sequence[str]) -> _Layout:
+    key = (id(robot), tuple(names))
+    layout = _LAYOUTS.get(key)
+    if layout is None or layout.robot is not robot:
+        if len(_LAYOUTS) >= _MAX_LAYOUTS:
+            _LAYOUTS.clear()
+        layout = _LAYOUTS[key] = _Layout(robot, key[1])
+    return layout
+
+
+def _joint_values(robot: RobotModel, layout: _Layout, values, what: str) -> np.ndarray:
+    """Values of every actuated joint of the model in model order (extra names ignored, missing refused)."""
     array = np.asarray(values, dtype=float).reshape(-1) if len(values) else np.zeros(0)
-    if array.shape[0] != len(names):
-        raise InputError(what, f"{array.shape[0]} values for {len(names)} joint names", "one value per name")
-    by_name = dict(zip(names, array))
-    missing = [n for n in robot.joint_names if n not in by_name]
-    if missing:
-        raise InputError("joint_names", f"missing {missing}", "every actuated joint of the model")
-    bad = {n: float(by_name[n]) for n in robot.joint_names if not math.isfinite(by_name[n])}
-    if bad:
+    if array.shape[0] != layout.size:
+        raise InputError(what, f"{array.shape[0]} values for {layout.size} joint names", "one value per name")
+    if layout.missing:
+        raise InputError("joint_names", f"missing {layout.missing}", "every actuated joint of the model")
+    selected = array[layout.sample]
+    if not np.all(np.isfinite(selected)):
+        bad = {n: float(v) for n, v in zip(robot.joint_names, selected) if not math.isfinite(v)}
         raise InputError(what, bad, "finite values (no NaN/inf)")
-    return {n: float(by_name[n]) for n in robot.joint_names}
+    return selected
 
 
 def _anchored_base(robot: RobotModel, q: np.ndarray, frame: str, pose: FootPose) -> np.ndarray:
@@ -127,8 +157,18 @@ def estimate_state(
             a base pose nor an anchor.
         FrameNotFound: Unknown anchor frame.
     """
-    joints = _joint_map(robot, joint_names, joint_positions, "joint_pos")
-    q = robot.configuration_from_joints(joints)
+    layout = _layout(robot, joint_names)
+    positions = _joint_values(robot, layout, joint_positions, "joint_pos")
+    q = robot.reference_configuration()
+    q[0:7] = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)  # the base is set below
+    if layout.continuous is None:
+        q[layout.idx_q] = positions
+    else:  # continuous joints: (cos, sin)
+        plain = ~layout.continuous
+        q[layout.idx_q[plain]] = positions[plain]
+        angles = positions[layout.continuous]
+        q[layout.idx_q[layout.continuous]] = np.cos(angles)
+        q[layout.idx_q[layout.continuous] + 1] = np.sin(angles)
     if base_pose is not None:
         position = _vector("base_pose.position", base_pose[0], 3)
         quaternion = _vector("base_pose.orientation", base_pose[1], 4)
@@ -148,10 +188,8 @@ def estimate_state(
 
     velocity = None
     if joint_velocities is not None and len(joint_velocities):
-        qdot = _joint_map(robot, joint_names, joint_velocities, "joint_vel")
         v = np.zeros(robot.nv)
-        for name, value in qdot.items():
-            v[robot.joint_index_v(name)] = value
+        v[layout.idx_v] = _joint_values(robot, layout, joint_velocities, "joint_vel")
         rotation = pin.Quaternion(q[6], q[3], q[4], q[5]).toRotationMatrix()
         if source == "estimate":
             if base_twist is not None:
@@ -167,10 +205,10 @@ def estimate_state(
         com = np.array(robot.data.com[0])
     else:
         com = np.array(pin.centerOfMass(robot.model, robot.data, q, False))
-    pin.framesForwardKinematics(robot.model, robot.data, q)
+    # centerOfMass ran the forward kinematics of q: only the sole frames are left to place.
     feet = {}
     for frame in robot.foot_frames:
-        placement = robot.data.oMf[robot.frame_id(frame)]
+        placement = pin.updateFramePlacement(robot.model, robot.data, robot.frame_id(frame))
         feet[frame] = FootPose(tuple(float(x) for x in placement.translation), yaw_of(placement.rotation))
     for array in (q, com, velocity):
         if array is not None:

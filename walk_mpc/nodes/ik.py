@@ -73,6 +73,7 @@ standing targets to the plan's feet (bipeds) and the current body, dropping earl
 
 from __future__ import annotations
 
+import array
 import collections
 import dataclasses
 import math
@@ -100,7 +101,7 @@ from walk_mpc.core.timeline import FootPose, Timeline
 from walk_mpc.core.walk_targets import StandingTargets, pose_matrix, walk_targets, yaw_free
 from walk_mpc.msg import ComReference, FootstepPlan, SensorState, TickTiming
 from walk_mpc.nodes._common import DataclassParameters, node_options, run
-from walk_mpc.nodes.conversions import sensor_base_pose, sensor_joint_positions, timeline_from_msg
+from walk_mpc.nodes.conversions import sensor_base_pose, timeline_from_msg
 from walk_mpc.srv import ExecGesture, SetGestureEffect
 
 #: ``TickTiming.status`` values of ``ik/timing``.
@@ -201,6 +202,11 @@ def time_msg(ns: int) -> Time:
     return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
 
+def _doubles(values: np.ndarray) -> array.array:
+    """A float64[] message field of an array, without the per-element checks of the message setter."""
+    return array.array("d", np.ascontiguousarray(values, dtype=float).tobytes())
+
+
 def read_parameters(node: Node) -> IKNodeParameters:
     """IKNodeParameters from the node's ROS parameters (declared from the dataclass)."""
     return DataclassParameters(node, IKNodeParameters).read()
@@ -249,6 +255,8 @@ class IKNode(Node):
             if name not in index:
                 raise JointNotFound(name, self.robot.joint_names)
         self._model_joints = frozenset(self.robot.joint_names)
+        self._joint_name_list = list(self.joint_names)  # the outputs' joint_names (never mutated)
+        self._sensor_layouts: dict = {}  # SensorState joint_names -> (model joints kept, their indices)
         self._command_index = np.array([index[name] for name in self.joint_names], dtype=int)
         reference = self.robot.reference_configuration()
         self._torso_tilt = yaw_free(self.robot.frame_pose(reference, self.robot.torso_frame)[1])
@@ -443,13 +451,32 @@ class IKNode(Node):
             f"plan {msg.plan_id}: {'walk' if msg.walking else 'stand'}, {len(msg.steps)} steps, "
             f"t_end {timeline.t_end:.3f} s")
 
+    def _sensor_layout(self, names) -> tuple[list[str], np.ndarray]:
+        """Model joints of a SensorState's ``joint_names`` (first-occurrence order) and the index of each
+        one's value (its last occurrence, as a dict of the arrays), computed once per names layout."""
+        key = tuple(names)
+        layout = self._sensor_layouts.get(key)
+        if layout is None:
+            last = {name: i for i, name in enumerate(key)}
+            kept = [name for name in dict.fromkeys(key) if name in self._model_joints]
+            layout = (kept, np.array([last[name] for name in kept], dtype=int))
+            if len(self._sensor_layouts) >= MAX_SAMPLES:
+                self._sensor_layouts.clear()
+            self._sensor_layouts[key] = layout
+        return layout
+
     def _on_sensor_state(self, msg: SensorState) -> None:
         try:
-            joints = sensor_joint_positions(msg)
-            joints = {name: value for name, value in joints.items() if name in self._model_joints}
-            for name, value in joints.items():
-                if not math.isfinite(value):
-                    raise InputError(f"joint_pos[{name!r}]", value, "a finite angle")
+            names, values = msg.joint_names, msg.joint_pos
+            if len(names) != len(values):
+                raise InputError("joint_pos", f"{len(values)} values for {len(names)} names",
+                                 "one value per name")
+            kept, index = self._sensor_layout(names)
+            selected = np.asarray(values, dtype=float)[index] if len(values) else np.zeros(0)
+            if not np.all(np.isfinite(selected)):
+                bad = next(i for i, value in enumerate(selected.tolist()) if not math.isfinite(value))
+                raise InputError(f"joint_pos[{kept[bad]!r}]", float(selected[bad]), "a finite angle")
+            joints = dict(zip(kept, selected.tolist()))
             base = sensor_base_pose(msg)
             if base is not None:
                 position, quaternion = base
@@ -596,23 +623,23 @@ class IKNode(Node):
 
     # ------------------------------------------------------------------ outputs
     def _publish(self, now: int, times, positions, velocities) -> None:
-        stamp = time_msg(now)
+        """The trajectory first (the critical message), then the commands and joint states."""
         trajectory = JointTrajectory()
-        trajectory.header.stamp = stamp
-        trajectory.joint_names = list(self.joint_names)
+        trajectory.header.stamp = time_msg(now)
+        trajectory.joint_names = self._joint_name_list
+        points = [_doubles(p) for p in positions]
         trajectory.points = [
-            JointTrajectoryPoint(positions=p.tolist(), velocities=v.tolist(),
-                                 time_from_start=duration_msg(dt))
-            for dt, p, v in zip(times, positions, velocities)
+            JointTrajectoryPoint(positions=p, velocities=_doubles(v), time_from_start=duration_msg(dt))
+            for dt, p, v in zip(times, points, velocities)
         ]
         self._trajectory_pub.publish(trajectory)
-        self._commands_pub.publish(Float64MultiArray(data=positions[0].tolist()))
+        self._commands_pub.publish(Float64MultiArray(data=points[0]))
         if self._states_pub is not None:
             state = JointState()
             state.header.stamp = time_msg(now + int(round(times[0] * 1e9)))
-            state.name = list(self.joint_names)
-            state.position = positions[0].tolist()
-            state.velocity = velocities[0].tolist()
+            state.name = self._joint_name_list
+            state.position = points[0]
+            state.velocity = trajectory.points[0].velocities
             self._states_pub.publish(state)
 
     def _publish_timing(self, now: int, status: int, solve_time: float, start: float) -> None:

@@ -80,6 +80,7 @@ STATUS_PLANNER_ERROR = 3  # the planner refused its inputs (e.g. unusable timeli
 _STATUS_OF_PLAN = {PlanStatus.SOLVED: STATUS_OK, PlanStatus.INFEASIBLE: STATUS_INFEASIBLE}
 
 WARNING_PERIOD = 1.0  # [s] minimum interval between two warnings of the same kind
+PREVIEW_DELAY = 0.005  # [s] wall time from a tick to its preview publication (off the critical path)
 
 _NS = 1_000_000_000
 _TOPICS = ("sensor_topic", "plan_topic", "reference_topic", "com_path_topic", "zmp_path_topic",
@@ -232,6 +233,9 @@ class MpcPlannerNode(Node):
         self._unlogged = 0  # skipped samples not logged (throttled) since the last warning
         self.corrections = 0
         self.last_output: Optional[PlannerOutput] = None
+        self._preview: Optional[tuple] = None  # (stamp, output, timeline) waiting for the preview timer
+        self._paths: dict = {}  # publisher -> reused Path message (same number of poses every tick)
+        self._footsteps: Optional[tuple] = None  # (timeline, footstep markers) reused while the timeline is
 
         p = params
         reliable = ReliabilityPolicy.RELIABLE
@@ -246,6 +250,9 @@ class MpcPlannerNode(Node):
         self._markers_pub = self.create_publisher(MarkerArray, p.markers_topic, qos)
         self.create_subscription(FootstepPlan, p.plan_topic, self._on_plan, plan_qos)
         self.create_subscription(SensorState, p.sensor_topic, self._on_sensor_state, qos)
+        # Previews are published by this one-shot timer after the tick, not on the reference's critical path.
+        self._preview_timer = self.create_timer(PREVIEW_DELAY, self._on_preview_timer)
+        self._preview_timer.cancel()
         mpc = p.planner.mpc
         self.get_logger().info(
             f"MPC planner of '{self.robot.name}': control period {p.planner.control_period} s (every "
@@ -316,15 +323,17 @@ class MpcPlannerNode(Node):
         self._last_tick_ns = now
         self.ticks += 1
         self.last_output = out
-        self._publish_reference(msg, out)
+        self._publish_reference(msg, out)  # the critical message first, everything else after it
         status = _STATUS_OF_PLAN.get(out.status, STATUS_SOLVER_FAILED)
+        self._publish_timing(now, status, out.plan.solve_time, start)
         if status != STATUS_OK:
             self.get_logger().warning(f"MPC {out.status.value} at t = {t:.3f} s: following the previous plan",
                                       throttle_duration_sec=WARNING_PERIOD)
-        self._publish_timing(now, status, out.plan.solve_time, start)
+        self._on_preview_timer()  # a preview still waiting (the timer did not fire before this tick)
         every = self.params.publish_preview_every
         if every and (self.ticks - 1) % every == 0:
-            self._publish_preview(msg, out)
+            self._preview = (msg.header.stamp, out, planner.timeline)
+            self._preview_timer.reset()
 
     def _install_plan(self) -> None:
         pending, self._pending = self._pending, None
@@ -346,9 +355,8 @@ class MpcPlannerNode(Node):
             if base is not None:
                 lin, ang = msg.base_twist.linear, msg.base_twist.angular
                 twist = ((lin.x, lin.y, lin.z), (ang.x, ang.y, ang.z))
-            velocities = list(msg.joint_vel) if len(msg.joint_vel) == len(msg.joint_names) else None
-            return estimate_state(self.robot, list(msg.joint_names), list(msg.joint_pos), base, anchor,
-                                  velocities, twist)
+            velocities = msg.joint_vel if len(msg.joint_vel) == len(msg.joint_names) else None
+            return estimate_state(self.robot, msg.joint_names, msg.joint_pos, base, anchor, velocities, twist)
         except WalkMpcError as exc:
             raise _Skip(str(exc)) from None
 
@@ -393,10 +401,29 @@ class MpcPlannerNode(Node):
         timing.tick_time = time.perf_counter() - start
         self._timing_pub.publish(timing)
 
-    def _publish_preview(self, msg: SensorState, out: PlannerOutput) -> None:
-        now = stamp_ns(msg.header.stamp)
-        header_stamp = msg.header.stamp
-        frame = self.params.frame_id
+    def _on_preview_timer(self) -> None:
+        self._preview_timer.cancel()
+        preview, self._preview = self._preview, None
+        if preview is not None:
+            self._publish_preview(*preview)
+
+    def _path(self, publisher, size: int) -> Path:
+        """The reused Path message of ``publisher`` with ``size`` poses (rebuilt when the size changes)."""
+        path = self._paths.get(publisher)
+        if path is None or len(path.poses) != size:
+            frame = self.params.frame_id
+            path = Path()
+            path.header.frame_id = frame
+            for _ in range(size):
+                pose = PoseStamped()
+                pose.header.frame_id = frame
+                pose.pose.orientation.w = 1.0
+                path.poses.append(pose)
+            self._paths[publisher] = path
+        return path
+
+    def _publish_preview(self, header_stamp, out: PlannerOutput, timeline: Timeline) -> None:
+        now = stamp_ns(header_stamp)
         ground = float(out.zmp_targets[0, 2])
         com_z = float(out.com_targets[0, 2])
         s0 = out.initial_state
@@ -404,21 +431,18 @@ class MpcPlannerNode(Node):
         times = np.concatenate([[out.t], out.preview_times])
         coms = np.vstack([s0[0], out.preview_com])
         zmps = np.vstack([s0[0] - zeta * s0[2], out.preview_zmp])
+        stamps = [divmod(now + round((tk - out.t) * _NS), _NS) for tk in times.tolist()]
         for publisher, points, z in ((self._com_path_pub, coms, com_z), (self._zmp_path_pub, zmps, ground)):
-            path = Path()
+            path = self._path(publisher, len(stamps))
             path.header.stamp = header_stamp
-            path.header.frame_id = frame
-            for tk, (x, y) in zip(times, points):
-                pose = PoseStamped()
-                pose.header.stamp = time_msg(now + round((tk - out.t) * _NS))
-                pose.header.frame_id = frame
-                pose.pose.position = Point(x=float(x), y=float(y), z=z)
-                pose.pose.orientation.w = 1.0
-                path.poses.append(pose)
+            for pose, (sec, nanosec), (x, y) in zip(path.poses, stamps, points.tolist()):
+                pose.header.stamp.sec, pose.header.stamp.nanosec = sec, nanosec
+                position = pose.pose.position
+                position.x, position.y, position.z = x, y, z
             publisher.publish(path)
-        self._markers_pub.publish(self._markers(header_stamp, out))
+        self._markers_pub.publish(self._markers(header_stamp, out, timeline))
 
-    def _markers(self, stamp, out: PlannerOutput) -> MarkerArray:
+    def _markers(self, stamp, out: PlannerOutput, timeline: Timeline) -> MarkerArray:
         frame = self.params.frame_id
         sole = self.params.planner.sole
         markers = [Marker(action=Marker.DELETEALL)]
@@ -431,17 +455,22 @@ class MpcPlannerNode(Node):
             m.pose.orientation.w = 1.0
             return m
 
-        timeline = self.planner.timeline
-        first = timeline.phases[0]
-        soles = [(Foot.LEFT, first.left), (Foot.RIGHT, first.right)]
-        soles += [(s.foot, FootPose(s.position, s.yaw)) for s in timeline.steps]
-        for index, (foot, pose) in enumerate(soles):
-            color = (0.2, 0.4, 1.0, 0.5) if foot is Foot.LEFT else (1.0, 0.3, 0.2, 0.5)
-            m = marker("footsteps", Marker.CUBE, color, index)
-            cx, cy = sole.centre(pose)
-            m.pose = Pose(position=Point(x=float(cx), y=float(cy), z=pose.position[2] + 0.0025),
-                          orientation=yaw_quaternion(pose.yaw))
-            m.scale.x, m.scale.y, m.scale.z = sole.front + sole.back, sole.left + sole.right, 0.005
+        if self._footsteps is None or self._footsteps[0] is not timeline:  # built once per timeline
+            first = timeline.phases[0]
+            soles = [(Foot.LEFT, first.left), (Foot.RIGHT, first.right)]
+            soles += [(s.foot, FootPose(s.position, s.yaw)) for s in timeline.steps]
+            footsteps = []
+            for index, (foot, pose) in enumerate(soles):
+                color = (0.2, 0.4, 1.0, 0.5) if foot is Foot.LEFT else (1.0, 0.3, 0.2, 0.5)
+                m = marker("footsteps", Marker.CUBE, color, index)
+                cx, cy = sole.centre(pose)
+                m.pose = Pose(position=Point(x=float(cx), y=float(cy), z=pose.position[2] + 0.0025),
+                              orientation=yaw_quaternion(pose.yaw))
+                m.scale.x, m.scale.y, m.scale.z = sole.front + sole.back, sole.left + sole.right, 0.005
+                footsteps.append(m)
+            self._footsteps = (timeline, footsteps)
+        for m in self._footsteps[1]:
+            m.header.stamp = stamp
             markers.append(m)
         ground = float(out.zmp_targets[0, 2])
         support = marker("support", Marker.LINE_STRIP, (0.1, 0.8, 0.1, 1.0))

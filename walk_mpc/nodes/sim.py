@@ -26,10 +26,12 @@ whatever the wall clock does.
 
 from __future__ import annotations
 
+import array
 import dataclasses
 import sys
 from typing import Optional, Sequence
 
+import numpy as np
 from geometry_msgs.msg import Point, Pose, Quaternion, Twist, Vector3
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -123,20 +125,25 @@ def _quaternion(q) -> Quaternion:
     return Quaternion(x=float(q[0]), y=float(q[1]), z=float(q[2]), w=float(q[3]))
 
 
+def _doubles(values) -> array.array:
+    """A float64[] message field of an array, without the per-element checks of the message setter."""
+    return array.array("d", np.ascontiguousarray(values, dtype=float).tobytes())
+
+
 def sensor_state_msg(sample: SensorSample, stamp_ns: int, frame_id: str = "world") -> SensorState:
     """SensorState message of a sensor sample stamped ``stamp_ns`` [ns]."""
     msg = SensorState()
     msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(int(stamp_ns), 1_000_000_000)
     msg.header.frame_id = frame_id
     msg.joint_names = list(sample.joint_names)
-    msg.joint_pos = sample.joint_pos.tolist()
-    msg.joint_vel = sample.joint_vel.tolist()
+    msg.joint_pos = _doubles(sample.joint_pos)
+    msg.joint_vel = _doubles(sample.joint_vel)
     msg.motor_names = list(sample.motor_names)
-    msg.motor_pos = sample.motor_pos.tolist()
-    msg.motor_vel = sample.motor_vel.tolist()
-    msg.motor_torque = sample.motor_torque.tolist()
+    msg.motor_pos = _doubles(sample.motor_pos)
+    msg.motor_vel = _doubles(sample.motor_vel)
+    msg.motor_torque = _doubles(sample.motor_torque)
     msg.contact_names = list(sample.contact_names)
-    msg.contact = sample.contact.tolist()
+    msg.contact = _doubles(sample.contact)
     msg.imu_names = list(sample.imu_names)
     msg.imu_linear_acc = [_vector3(a) for a in sample.imu_linear_acc]
     msg.imu_angular_vel = [_vector3(w) for w in sample.imu_angular_vel]
