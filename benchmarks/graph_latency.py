@@ -54,10 +54,15 @@ class Probe(Node):
         self.sensor: Dict[int, int] = {}
         self.trajectory: Dict[int, int] = {}
         self.timing: Dict[str, List[float]] = {"mpc": [], "ik": []}
+        self.tick_by_stamp: Dict[str, Dict[int, float]] = {"mpc": {}, "ik": {}}
         self.create_subscription(SensorState, "sensor_state", self._on_sensor, 1000)
         self.create_subscription(JointTrajectory, "joint_trajectory", self._on_trajectory, 100)
-        self.create_subscription(TickTiming, "mpc/timing", lambda m: self.timing["mpc"].append(m.tick_time), 100)
-        self.create_subscription(TickTiming, "ik/timing", lambda m: self.timing["ik"].append(m.tick_time), 100)
+        self.create_subscription(TickTiming, "mpc/timing", self._on_timing, 100)
+        self.create_subscription(TickTiming, "ik/timing", self._on_timing, 100)
+
+    def _on_timing(self, msg: TickTiming) -> None:
+        self.timing[msg.component].append(msg.tick_time)
+        self.tick_by_stamp[msg.component][_stamp_ns(msg.header)] = msg.tick_time
 
     def _on_sensor(self, msg: SensorState) -> None:
         self.sensor[_stamp_ns(msg.header)] = time.perf_counter_ns()
@@ -69,12 +74,15 @@ class Probe(Node):
         """Current sizes (to take the samples of a window)."""
         return len(self.trajectory), len(self.timing["mpc"]), len(self.timing["ik"])
 
-    def window(self, mark: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Latencies [s] and tick times [s] since ``mark``."""
-        stamps = list(self.trajectory)[mark[0]:]
-        latency = [(self.trajectory[s] - self.sensor[s]) * 1e-9 for s in stamps if s in self.sensor]
+    def window(self, mark: tuple) -> tuple[np.ndarray, ...]:
+        """Latencies [s], tick times [s] since ``mark``, and the rest of each latency outside the two
+        callbacks (latency - mpc tick - ik tick of the same stamp: DDS hops, deserialisation, wake-ups)."""
+        stamps = [s for s in list(self.trajectory)[mark[0]:] if s in self.sensor]
+        latency = [(self.trajectory[s] - self.sensor[s]) * 1e-9 for s in stamps]
+        mpc, ik = self.tick_by_stamp["mpc"], self.tick_by_stamp["ik"]
+        rest = [lat - mpc[s] - ik[s] for s, lat in zip(stamps, latency) if s in mpc and s in ik]
         return (np.asarray(latency), np.asarray(self.timing["mpc"][mark[1]:]),
-                np.asarray(self.timing["ik"][mark[2]:]))
+                np.asarray(self.timing["ik"][mark[2]:]), np.asarray(rest))
 
 
 def stats(label: str, values: Sequence[float]) -> str:
@@ -87,11 +95,12 @@ def stats(label: str, values: Sequence[float]) -> str:
 
 
 def report(name: str, window: tuple) -> float:
-    latency, mpc, ik = window
+    latency, mpc, ik, rest = window
     print(f"{name}: load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     print(stats("sensor -> joint_trajectory", latency))
     print(stats("mpc tick (in node)", mpc))
     print(stats("ik tick (in node)", ik))
+    print(stats("rest (DDS, executors)", rest))
     return float(np.percentile(latency, 99)) if latency.size else float("nan")
 
 

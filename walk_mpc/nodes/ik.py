@@ -258,6 +258,11 @@ class IKNode(Node):
         self._joint_name_list = list(self.joint_names)  # the outputs' joint_names (never mutated)
         self._sensor_layouts: dict = {}  # SensorState joint_names -> (model joints kept, their indices)
         self._command_index = np.array([index[name] for name in self.joint_names], dtype=int)
+        model = self.robot.model
+        plain = all(model.joints[model.getJointId(name)].nq == 1 for name in self.joint_names)
+        # Configuration indices of the commanded joints (None with continuous joints: (cos, sin) in q).
+        self._command_q_index = (np.array([self.robot.joint_index_q(name) for name in self.joint_names],
+                                          dtype=int) if plain else None)
         reference = self.robot.reference_configuration()
         self._torso_tilt = yaw_free(self.robot.frame_pose(reference, self.robot.torso_frame)[1])
         self._period_ns = int(round(params.control_period * 1e9))
@@ -391,6 +396,8 @@ class IKNode(Node):
                         f"{self._plan_id}" + (f" (received: {list(self._pending)})" if self._pending else ""))
 
     def _positions(self, q: np.ndarray) -> np.ndarray:
+        if self._command_q_index is not None:
+            return np.asarray(q, dtype=float)[self._command_q_index]
         return self.robot.actuated_positions(q)[self._command_index]
 
     def _plan_time(self, ns: int) -> Optional[float]:
