@@ -33,7 +33,8 @@ Topics (relative names, QoS reliable depth 10 unless said; defaults of :class:`M
      ``mpc/com_path`` and ``mpc/zmp_path`` (``nav_msgs/Path`` of the predicted CoM and ZMP, stamped at
      each prediction time) and ``mpc/markers`` (``visualization_msgs/MarkerArray``: the footsteps of the
      planner's timeline as sole rectangles, the support region of the first preview interval, CoM and
-     ZMP targets at T).
+     ZMP targets at T). The reference is published first; the previews follow ``PREVIEW_DELAY`` of wall
+     time later (a one-shot timer, or at the next tick at the latest), off the reference's critical path.
 
 Bad input never stops the node: a sample with NaN/inf values, missing joints or a malformed base pose
 is logged (throttled) and skipped (no tick: the next good sample ticks); the timing status reports
