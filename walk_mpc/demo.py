@@ -63,9 +63,11 @@ class LoopMonitor(Node):
         self.sensor_received: Dict[int, float] = {}
         self.latency: List[float] = []
         self.sensor_count = 0
+        self.reference_count = 0
         self._lock = threading.Lock()
         self.create_subscription(SensorState, "sensor_state", self._on_sensor, 1000)
         self.create_subscription(JointTrajectory, "joint_trajectory", self._on_command, 100)
+        self.create_subscription(ComReference, "mpc/com_reference", self._on_reference, 100)
         self.create_subscription(TickTiming, "mpc/timing", lambda m: self._on_timing("mpc", m), 100)
         self.create_subscription(TickTiming, "ik/timing", lambda m: self._on_timing("ik", m), 100)
 
@@ -75,6 +77,10 @@ class LoopMonitor(Node):
             self.sensor_received[_stamp_ns(msg.header)] = time.monotonic()
             if len(self.sensor_received) > 2000:
                 self.sensor_received.pop(next(iter(self.sensor_received)))
+
+    def _on_reference(self, msg: ComReference) -> None:
+        with self._lock:
+            self.reference_count += 1
 
     def _on_command(self, msg: JointTrajectory) -> None:
         now = time.monotonic()
@@ -151,9 +157,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     spinner.start()
     code = 1
     try:
-        # The loop is closed when the simulator's samples come back as IK commands (sim -> mpc -> ik).
+        # The loop is closed when the planner's references have flowed for a while (0.5 s) and the IK
+        # answers them (sim -> mpc_planner -> ik).
         deadline = time.monotonic() + 60.0
-        while not (monitor.timing["mpc"] and monitor.timing["ik"]):
+        while not (monitor.reference_count >= 25 and monitor.latency):
             if graph.failed() or time.monotonic() > deadline:
                 raise RuntimeError(f"the graph did not start (exited: {graph.failed()}); see the node logs")
             time.sleep(0.05)  # polling counters filled by the executor thread
