@@ -29,7 +29,8 @@ def warm_up() -> float:
         feet = {n: FootPose(tuple(p), yaw_of(r)) for n, (p, r) in robot.foot_poses(plant.state.q).items()}
         left, right = feet[robot.left_foot_frame], feet[robot.right_foot_frame]
         if turn:
-            steps = footsteps.walk_arc(left, right, 0.6, math.pi / 8, step_length=0.2, width=0.17, duration=1.1)
+            steps = footsteps.walk_arc(left, right, 0.6, math.pi / 8, step_length=0.2, width=0.17,
+                                       duration=1.1)
         else:
             steps = footsteps.walk_forward(left, right, 0.2, step_length=0.2, width=0.17, duration=1.1)
         loop = ClosedLoopWalk(robot, plant, Timeline(left, right, steps[:2], GaitTiming(0.2, 0.3, 0.2)))
