@@ -49,9 +49,12 @@ with the body position held instead of a CoM, restarting from the current postur
 from references (so the posture is held exactly, no jump); during a walk such a tick holds the last
 command instead (:data:`STATUS_REFERENCE_STALE`).
 
+References before the first sensor sample (nothing valid to solve from, e.g. just after a restart) and
+references naming a plan this node never received (in flight across a restart) are skipped without a
+status: they are not failures, and a planner stuck on such a plan makes the references stale.
+
 Failures never publish a jump: a reference with NaN/inf or malformed arrays
-(:data:`STATUS_BAD_REFERENCE`), a reference for another plan than the node's
-(:data:`STATUS_PLAN_MISMATCH`), targets that cannot be built (:data:`STATUS_TARGETS_ERROR`) or a solve
+(:data:`STATUS_BAD_REFERENCE`), targets that cannot be built (:data:`STATUS_TARGETS_ERROR`) or a solve
 that does not converge (:data:`STATUS_IK_FAILED`) republish the last command (both trajectory points at
 its positions, zero velocities), report the status on ``ik/timing`` and log a throttled warning. The
 model configuration stays the last command's.
@@ -110,7 +113,7 @@ STATUS_IK_FAILED = 1  # a solve did not converge: last command held
 STATUS_BAD_REFERENCE = 2  # NaN/inf or malformed ComReference: last command held
 STATUS_TARGETS_ERROR = 3  # targets could not be built (e.g. plan unusable): last command held
 STATUS_REFERENCE_STALE = 4  # walking but no ComReference for reference_timeout: last command held
-STATUS_PLAN_MISMATCH = 5  # ComReference.plan_id is not the node's plan: last command held
+STATUS_PLAN_MISMATCH = 5  # reserved: references for a plan never received are skipped, not reported
 
 WARNING_PERIOD = 1.0  # [s] minimum interval between two warnings of the same kind
 MAX_PENDING_PLANS = 8  # received plans kept until a reference names one
@@ -508,9 +511,21 @@ class IKNode(Node):
     def _on_reference(self, msg: ComReference) -> None:
         start = time.perf_counter()
         now = stamp_ns(msg.header.stamp)
+        if self._measured_joints is None:
+            # No measurement yet (e.g. this node was just restarted and the planner's references were
+            # discovered before the sensor stream): nothing valid to solve from, publish nothing.
+            self.get_logger().info("reference ignored until the first sensor sample",
+                                   throttle_duration_sec=WARNING_PERIOD)
+            return
         self._initialise()
         try:
             times, coms = self._parse_reference(msg)
+            if int(msg.plan_id) != self._plan_id and int(msg.plan_id) not in self._pending:
+                # A reference for a plan this node has not received (in flight across a restart or a plan
+                # change): not a failure; staleness (STATUS_REFERENCE_STALE) catches a planner stuck there.
+                self.get_logger().info(f"reference for plan {msg.plan_id} skipped: this node has plan "
+                                       f"{self._plan_id}", throttle_duration_sec=WARNING_PERIOD)
+                return
             self._last_reference_ns = now
             self._install_plan_of_reference(int(msg.plan_id))
             self._tick(now, times, coms, start)
