@@ -387,9 +387,8 @@ def reference_msg(timeline, t, plan_id=1):
 def test_in_process_references_in_flight_for_the_previous_plan_are_solved_on_it(talos):
     import rclpy
 
-    from walk_mpc.nodes.conversions import plan_to_msg
-
     from walk_mpc.msg import SensorState
+    from walk_mpc.nodes.conversions import plan_to_msg
 
     context, node, published, statuses = in_process_ik(talos)
     try:
