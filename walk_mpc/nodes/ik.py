@@ -520,7 +520,8 @@ class IKNode(Node):
         self._initialise()
         try:
             times, coms = self._parse_reference(msg)
-            if int(msg.plan_id) != self._plan_id and int(msg.plan_id) not in self._pending:
+            if (self._plan_id is not None and int(msg.plan_id) != self._plan_id
+                    and int(msg.plan_id) not in self._pending):
                 # A reference for a plan this node has not received (in flight across a restart or a plan
                 # change): not a failure; staleness (STATUS_REFERENCE_STALE) catches a planner stuck there.
                 self.get_logger().info(f"reference for plan {msg.plan_id} skipped: this node has plan "
