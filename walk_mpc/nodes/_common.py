@@ -120,6 +120,9 @@ def run_guarded(body: Callable[[], None], args: Optional[Sequence[str]] = None) 
         code = 2
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except RuntimeError:
+        if rclpy.ok():  # see run(): a RuntimeError after SIGINT is the shutdown itself
+            raise
     finally:
         rclpy.try_shutdown()
     return code
@@ -148,6 +151,11 @@ def run(
         code = 2
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except RuntimeError:
+        # rclpy 9 can raise from take_message when SIGINT invalidates the context mid-callback; that is a
+        # shutdown, not an error. Anything else while the context is still valid is re-raised.
+        if rclpy.ok():
+            raise
     finally:
         if node is not None:
             destroy = getattr(node, "destroy", None)
