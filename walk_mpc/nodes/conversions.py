@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Iterable, List, Sequence, Tuple
 
@@ -111,6 +112,31 @@ def timeline_from_msg(msg: FootstepPlan) -> Timeline:
     return Timeline(left, right, steps_from_msgs(msg.steps), timing)
 
 
+def stamp_ns(stamp) -> int:
+    """Integer nanoseconds of a builtin_interfaces/Time (exact, no float rounding)."""
+    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanMessage:
+    """A validated FootstepPlan: its id, whether it walks, its stamp [ns] and its timeline (t0 = 0)."""
+
+    plan_id: int
+    walking: bool
+    stamp_ns: int
+    timeline: Timeline
+
+    @staticmethod
+    def from_msg(msg: FootstepPlan) -> PlanMessage:
+        """Validate a FootstepPlan message.
+
+        Raises:
+            WalkMpcError: If the plan's steps or timing are invalid.
+        """
+        return PlanMessage(int(msg.plan_id), bool(msg.walking), stamp_ns(msg.header.stamp),
+                           timeline_from_msg(msg))
+
+
 def named_values(names: Sequence[str], values: Sequence[float], what: str) -> dict[str, float]:
     """Dict name -> value of two parallel message arrays.
 
@@ -137,6 +163,8 @@ def sensor_base_pose(msg: SensorState) -> Tuple[np.ndarray, np.ndarray] | None:
 
 __all__ = [
     "Foot",
+    "PlanMessage",
+    "stamp_ns",
     "foot_pose_to_msg",
     "named_values",
     "plan_to_msg",

@@ -104,7 +104,7 @@ from walk_mpc.core.timeline import FootPose, Timeline
 from walk_mpc.core.walk_targets import StandingTargets, pose_matrix, walk_targets, yaw_free
 from walk_mpc.msg import ComReference, FootstepPlan, SensorState, TickTiming
 from walk_mpc.nodes._common import DataclassParameters, node_options, run
-from walk_mpc.nodes.conversions import sensor_base_pose, timeline_from_msg
+from walk_mpc.nodes.conversions import PlanMessage, sensor_base_pose, stamp_ns
 from walk_mpc.srv import ExecGesture, SetGestureEffect
 
 #: ``TickTiming.status`` values of ``ik/timing``.
@@ -189,10 +189,6 @@ class IKNodeParameters:
                 raise ParameterError(field, value, "a topic name")
 
 
-def stamp_ns(stamp) -> int:
-    """Integer nanoseconds of a builtin_interfaces Time."""
-    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
-
 
 def duration_msg(seconds: float) -> Duration:
     """Duration message of ``seconds`` >= 0."""
@@ -214,15 +210,6 @@ def read_parameters(node: Node) -> IKNodeParameters:
     """IKNodeParameters from the node's ROS parameters (declared from the dataclass)."""
     return DataclassParameters(node, IKNodeParameters).read()
 
-
-@dataclasses.dataclass(frozen=True)
-class _PlanMsg:
-    """A validated FootstepPlan: its id, whether it walks, its stamp [ns] and its timeline (t0 = 0)."""
-
-    plan_id: int
-    walking: bool
-    stamp_ns: int
-    timeline: Timeline
 
 
 class _Hold(Exception):
@@ -278,7 +265,7 @@ class IKNode(Node):
         self._measured_base = None
         self._samples: collections.OrderedDict = collections.OrderedDict()  # stamp [ns] -> (joints, base)
         self._corrector = SupportCorrector(params.support_correction)
-        self._pending: collections.OrderedDict = collections.OrderedDict()  # plan_id -> _PlanMsg
+        self._pending: collections.OrderedDict = collections.OrderedDict()  # plan_id -> PlanMessage
         self._timeline: Optional[Timeline] = None  # the installed plan, support-corrected
         self._plan_id: Optional[int] = None
         self._plan_walking = False
@@ -446,13 +433,13 @@ class IKNode(Node):
                 throttle_duration_sec=WARNING_PERIOD)
             return
         try:
-            timeline = timeline_from_msg(msg)
+            plan = PlanMessage.from_msg(msg)
         except WalkMpcError as exc:
             self.get_logger().error(f"plan {msg.plan_id} rejected, keeping the previous one: {exc}")
             return
-        plan_id = int(msg.plan_id)
+        plan_id, timeline = plan.plan_id, plan.timeline
         self._pending.pop(plan_id, None)
-        self._pending[plan_id] = _PlanMsg(plan_id, bool(msg.walking), stamp_ns(msg.header.stamp), timeline)
+        self._pending[plan_id] = plan
         while len(self._pending) > MAX_PENDING_PLANS:
             self._pending.popitem(last=False)
         if self._timeline is None:

@@ -68,7 +68,14 @@ from walk_mpc.core.support_correction import SupportCorrectionParameters, Suppor
 from walk_mpc.core.timeline import FootPose, Timeline
 from walk_mpc.msg import ComReference, FootstepPlan, SensorState, TickTiming
 from walk_mpc.nodes._common import DataclassParameters, node_options, run
-from walk_mpc.nodes.conversions import point, sensor_base_pose, timeline_from_msg, vector3, yaw_quaternion
+from walk_mpc.nodes.conversions import (
+    PlanMessage,
+    point,
+    sensor_base_pose,
+    stamp_ns,
+    vector3,
+    yaw_quaternion,
+)
 
 NODE_NAME = "mpc_planner"
 
@@ -163,23 +170,10 @@ class MpcPlannerNodeParameters:
         return round(self.planner.control_period / self.hardware_period)
 
 
-@dataclasses.dataclass(frozen=True)
-class _PlanMsg:
-    """A validated FootstepPlan: its id, whether it walks, its stamp [ns] and its timeline (t0 = 0)."""
-
-    plan_id: int
-    walking: bool
-    stamp_ns: int
-    timeline: Timeline
-
 
 class _Skip(Exception):
     """A sample that cannot be used (internal): logged, no tick."""
 
-
-def stamp_ns(stamp) -> int:
-    """Integer nanoseconds of a builtin_interfaces Time."""
-    return int(stamp.sec) * _NS + int(stamp.nanosec)
 
 
 def time_msg(ns: int) -> Time:
@@ -226,7 +220,7 @@ class MpcPlannerNode(Node):
         self._origin_ns: Optional[int] = None  # stamp of planner time 0
         self._last_sample_ns: Optional[int] = None
         self._last_tick_ns: Optional[int] = None
-        self._pending: Optional[_PlanMsg] = None  # received, installed at the next tick
+        self._pending: Optional[PlanMessage] = None  # received, installed at the next tick
         self._plan_id = 0  # installed plan (0: none)
         self._stance: Optional[tuple] = None
         self.ticks = 0
@@ -270,11 +264,11 @@ class MpcPlannerNode(Node):
     # ------------------------------------------------------------------ inputs
     def _on_plan(self, msg: FootstepPlan) -> None:
         try:
-            timeline = timeline_from_msg(msg)
+            self._pending = PlanMessage.from_msg(msg)
         except WalkMpcError as exc:
             self.get_logger().error(f"plan {msg.plan_id} rejected, keeping the previous one: {exc}")
             return
-        self._pending = _PlanMsg(int(msg.plan_id), bool(msg.walking), stamp_ns(msg.header.stamp), timeline)
+        timeline = self._pending.timeline
         self.get_logger().info(f"plan {msg.plan_id}: {'walk' if msg.walking else 'stand'}, "
                                f"{len(msg.steps)} steps, t_end {timeline.t_end:.3f} s")
 
