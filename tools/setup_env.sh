@@ -15,7 +15,7 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VENV="${WALK_MPC_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/walk_mpc/venv-$(basename "$ROOT")-$(printf %s "$ROOT" | sha256sum | cut -c1-8)}"
+VENV="${WALK_MPC_VENV:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/walk_mpc/venv-$(basename "$ROOT")-$(printf %s "$ROOT" | sha256sum | cut -c1-8)}"
 REQ="$ROOT/requirements"
 if [ "${1:-}" = "--print-venv" ]; then echo "$VENV"; exit 0; fi
 
