@@ -260,6 +260,8 @@ class IKNode(Node):
 
         self._q: Optional[np.ndarray] = None  # model configuration: the posture commanded for now
         self._initialised_measured = False  # the model was initialised from a sensor sample
+        self._latest_sample_ns = 0  # stamp of the newest SensorState [ns]
+        self._grace_until_ns = 0  # no staleness reported before this sensor time [ns] (a walk just started)
         self._command: Optional[np.ndarray] = None  # last commanded positions (joint_names order)
         self._measured_joints: Optional[dict[str, float]] = None
         self._measured_base = None
@@ -370,6 +372,10 @@ class IKNode(Node):
             if pending_id == plan_id:
                 break
         changed = plan.plan_id != self._plan_id
+        if changed and plan.walking and not self._plan_walking:
+            # A walk starts: the planner's references for it get reference_timeout to arrive before the IK
+            # reports them stale (after a restart, DDS discovery of the planner can lag the latched plan).
+            self._grace_until_ns = self._latest_sample_ns + self._timeout_ns
         self._timeline = self._corrector.set_plan(plan.timeline)
         self._plan_id = plan.plan_id
         self._plan_walking = plan.walking
@@ -487,6 +493,7 @@ class IKNode(Node):
         self._measured_base = base
         now = stamp_ns(msg.header.stamp)
         self._samples[now] = (joints, base)
+        self._latest_sample_ns = now
         while len(self._samples) > MAX_SAMPLES:
             self._samples.popitem(last=False)
         self._initialise()
@@ -544,6 +551,8 @@ class IKNode(Node):
         times = [self.params.control_period, 2.0 * self.params.control_period]
         try:
             if self._walking_at(t):
+                if now < self._grace_until_ns:
+                    return  # a walk just started: its first references are on their way
                 raise _Hold(STATUS_REFERENCE_STALE, f"no '{self.params.reference_topic}' for "
                             f"{self.params.reference_timeout} s during a walk")
             self._tick(now, times, [None, None], start, source="sensor")
