@@ -25,28 +25,26 @@ import numpy as np
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Bool
 from trajectory_msgs.msg import JointTrajectory
 
 from walk_mpc.core import footsteps
 from walk_mpc.core.walk_behavior import WalkFlags
 from walk_mpc.msg import ComReference, FootstepPlan, SensorState, TickTiming, WalkFeedback
+from walk_mpc.nodes._common import LATCHED_QOS
 from walk_mpc.tools.launch_graph import GraphProcesses
 from walk_mpc.tools.recorder import RecorderNode
 from walk_mpc.tools.send_walk import DEFAULT_FEET, current_feet, format_outcome, send_walk
 
-LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
 RECORDED_TOPICS = [
     ("sensor_state", SensorState, 1000),
-    ("walk/plan", FootstepPlan, LATCHED),
+    ("walk/plan", FootstepPlan, LATCHED_QOS),
     ("walk/status", WalkFeedback, 100),
     ("mpc/com_reference", ComReference, 100),
     ("mpc/timing", TickTiming, 100),
     ("ik/timing", TickTiming, 100),
     ("joint_trajectory", JointTrajectory, 100),
-    ("sim/fall", Bool, LATCHED),
+    ("sim/fall", Bool, LATCHED_QOS),
 ]
 
 

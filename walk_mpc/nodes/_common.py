@@ -12,6 +12,7 @@ from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from walk_mpc.core.errors import UnknownKeyError, WalkMpcError
 from walk_mpc.core.params import flatten, from_mapping, load_yaml, node_section, to_mapping, unflatten
@@ -19,6 +20,17 @@ from walk_mpc.core.params import flatten, from_mapping, load_yaml, node_section,
 T = TypeVar("T")
 
 PACKAGE = "walk_mpc"
+
+
+def reliable_qos(depth: int = 10) -> QoSProfile:
+    """QoS of the graph's streams: reliable, volatile, keep the last ``depth``."""
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth, reliability=ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.VOLATILE)
+
+
+#: QoS of latched topics (walk/plan, sim/fall): reliable, transient local, the last message only.
+LATCHED_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 def default_config_path() -> Path:

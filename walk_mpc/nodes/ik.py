@@ -87,7 +87,6 @@ from typing import Optional, Sequence
 import numpy as np
 from builtin_interfaces.msg import Duration, Time
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -103,7 +102,7 @@ from walk_mpc.core.support_correction import SupportCorrectionParameters, Suppor
 from walk_mpc.core.timeline import FootPose, Timeline
 from walk_mpc.core.walk_targets import StandingTargets, pose_matrix, walk_targets, yaw_free
 from walk_mpc.msg import ComReference, FootstepPlan, SensorState, TickTiming
-from walk_mpc.nodes._common import DataclassParameters, node_options, run
+from walk_mpc.nodes._common import LATCHED_QOS, DataclassParameters, node_options, reliable_qos, run
 from walk_mpc.nodes.conversions import PlanMessage, sensor_base_pose, stamp_ns
 from walk_mpc.srv import ExecGesture, SetGestureEffect
 
@@ -283,11 +282,7 @@ class IKNode(Node):
         self.resyncs = 0
 
         p = params
-        reliable = ReliabilityPolicy.RELIABLE
-        qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=reliable,
-                         durability=DurabilityPolicy.VOLATILE)
-        plan_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=reliable,
-                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        qos, plan_qos = reliable_qos(), LATCHED_QOS
         self._trajectory_pub = self.create_publisher(JointTrajectory, p.trajectory_topic, qos)
         self._commands_pub = self.create_publisher(Float64MultiArray, p.commands_topic, qos)
         self._states_pub = (self.create_publisher(JointState, p.joint_states_topic, qos)

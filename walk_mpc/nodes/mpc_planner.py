@@ -53,7 +53,6 @@ from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Point, Pose, PoseStamped
 from nav_msgs.msg import Path
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
@@ -67,7 +66,7 @@ from walk_mpc.core.step import Foot
 from walk_mpc.core.support_correction import SupportCorrectionParameters, SupportCorrector, anchor_foot
 from walk_mpc.core.timeline import FootPose, Timeline
 from walk_mpc.msg import ComReference, FootstepPlan, SensorState, TickTiming
-from walk_mpc.nodes._common import DataclassParameters, node_options, run
+from walk_mpc.nodes._common import LATCHED_QOS, DataclassParameters, node_options, reliable_qos, run
 from walk_mpc.nodes.conversions import (
     PlanMessage,
     point,
@@ -233,11 +232,7 @@ class MpcPlannerNode(Node):
         self._footsteps: Optional[tuple] = None  # (timeline, footstep markers) reused while the timeline is
 
         p = params
-        reliable = ReliabilityPolicy.RELIABLE
-        qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=reliable,
-                         durability=DurabilityPolicy.VOLATILE)
-        plan_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=reliable,
-                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        qos, plan_qos = reliable_qos(), LATCHED_QOS
         self._reference_pub = self.create_publisher(ComReference, p.reference_topic, qos)
         self._timing_pub = self.create_publisher(TickTiming, p.timing_topic, qos)
         self._com_path_pub = self.create_publisher(Path, p.com_path_topic, qos)

@@ -34,7 +34,6 @@ from typing import Optional, Sequence
 import numpy as np
 from geometry_msgs.msg import Point, Pose, Quaternion, Twist, Vector3
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Bool, Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
@@ -46,7 +45,7 @@ from walk_mpc.core.sim.kinematic import KinematicSim
 from walk_mpc.core.sim.mujoco import MujocoSim, MujocoWheelSim
 from walk_mpc.core.sim.wheels import WheelPlant
 from walk_mpc.msg import SensorState
-from walk_mpc.nodes._common import DataclassParameters, node_options, run
+from walk_mpc.nodes._common import LATCHED_QOS, DataclassParameters, node_options, reliable_qos, run
 
 #: Values of ``SimNodeParameters.robot_type``.
 ROBOT_TYPES = ("legged", "wheeled")
@@ -186,10 +185,7 @@ class SimNode(Node):
         self.rejected_commands = 0
         self._unlogged = 0
         self._fallen: Optional[bool] = None
-        reliable = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
-                              reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
-        latched = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        reliable, latched = reliable_qos(), LATCHED_QOS
         self._sensor_pub = self.create_publisher(SensorState, params.sensor_topic, reliable)
         self._fall_pub = self.create_publisher(Bool, params.fall_topic, latched)
         self._trajectory_sub = self.create_subscription(

@@ -82,7 +82,7 @@ from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Bool
 
 from walk_mpc.action import Walk
@@ -100,7 +100,7 @@ from walk_mpc.core.walk_behavior import (
     WalkStatus,
 )
 from walk_mpc.msg import FootstepPlan, SensorState, TickTiming, WalkFeedback
-from walk_mpc.nodes._common import DataclassParameters, node_options, run
+from walk_mpc.nodes._common import LATCHED_QOS, DataclassParameters, node_options, reliable_qos, run
 from walk_mpc.nodes.conversions import (
     foot_pose_to_msg,
     plan_to_msg,
@@ -311,10 +311,7 @@ class WalkBehaviorNode(Node):
         self._shutting_down = False
 
         depth = params.queue_depth
-        reliable = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth,
-                              reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
-        latched = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        reliable, latched = reliable_qos(depth), LATCHED_QOS
         self._sensor_group = MutuallyExclusiveCallbackGroup()
         self._events_group = MutuallyExclusiveCallbackGroup()
         self._action_group = ReentrantCallbackGroup()

@@ -29,7 +29,7 @@ from action_msgs.msg import GoalStatus
 from rclpy.action import ActionClient
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.signals import SignalHandlerOptions
 
 from walk_mpc.action import Walk
@@ -39,6 +39,7 @@ from walk_mpc.core.step import Foot, Step
 from walk_mpc.core.timeline import FootPose
 from walk_mpc.core.walk_behavior import WalkErrorCode, WalkFlags
 from walk_mpc.msg import FootstepPlan, StepData
+from walk_mpc.nodes._common import LATCHED_QOS
 from walk_mpc.nodes.conversions import quaternion_yaw, step_to_msg, timeline_from_msg
 
 #: Stance used when no ``walk/plan`` is published and no --left/--right is given (Talos soles).
@@ -201,9 +202,7 @@ def current_feet(node: Node, topic: str = "walk/plan",
                  timeout: float = 2.0) -> Optional[Tuple[FootPose, FootPose]]:
     """Final (left, right) sole poses of the latched ``walk/plan`` (None if none within ``timeout`` [s])."""
     received = []
-    qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
-    subscription = node.create_subscription(FootstepPlan, topic, received.append, qos)
+    subscription = node.create_subscription(FootstepPlan, topic, received.append, LATCHED_QOS)
     waiter = _Waiter(node)
     try:
         if not waiter.wait(lambda: bool(received), timeout):
