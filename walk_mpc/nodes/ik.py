@@ -112,7 +112,6 @@ STATUS_IK_FAILED = 1  # a solve did not converge: last command held
 STATUS_BAD_REFERENCE = 2  # NaN/inf or malformed ComReference: last command held
 STATUS_TARGETS_ERROR = 3  # targets could not be built (e.g. plan unusable): last command held
 STATUS_REFERENCE_STALE = 4  # walking but no ComReference for reference_timeout: last command held
-STATUS_PLAN_MISMATCH = 5  # reserved: references for a plan never received are skipped, not reported
 
 WARNING_PERIOD = 1.0  # [s] minimum interval between two warnings of the same kind
 MAX_PENDING_PLANS = 8  # received plans kept until a reference names one
@@ -378,13 +377,13 @@ class IKNode(Node):
         if changed:
             self._standing = None  # rebuilt from this plan's feet when standing
 
-    def _install_plan_of_reference(self, plan_id: int) -> None:
-        """Install the plan a reference names, if received; raises _Hold for an unknown plan."""
+    def _install_plan_of_reference(self, plan_id: int) -> bool:
+        """Install the plan a reference names, if received. False for a plan this node never received
+        while it has one: the reference is in flight across a restart or a plan change, not a failure
+        (a planner stuck on such a plan makes the references stale)."""
         if plan_id in self._pending:
             self._install(plan_id)
-        if self._timeline is not None and plan_id != self._plan_id:
-            raise _Hold(STATUS_PLAN_MISMATCH, f"reference for plan {plan_id} but the node has plan "
-                        f"{self._plan_id}" + (f" (received: {list(self._pending)})" if self._pending else ""))
+        return self._plan_id is None or plan_id == self._plan_id
 
     def _positions(self, q: np.ndarray) -> np.ndarray:
         if self._command_q_index is not None:
@@ -509,15 +508,11 @@ class IKNode(Node):
         self._initialise()
         try:
             times, coms = self._parse_reference(msg)
-            if (self._plan_id is not None and int(msg.plan_id) != self._plan_id
-                    and int(msg.plan_id) not in self._pending):
-                # A reference for a plan this node has not received (in flight across a restart or a plan
-                # change): not a failure; staleness (STATUS_REFERENCE_STALE) catches a planner stuck there.
+            if not self._install_plan_of_reference(int(msg.plan_id)):
                 self.get_logger().info(f"reference for plan {msg.plan_id} skipped: this node has plan "
                                        f"{self._plan_id}", throttle_duration_sec=WARNING_PERIOD)
                 return
             self._last_reference_ns = now
-            self._install_plan_of_reference(int(msg.plan_id))
             self._tick(now, times, coms, start)
         except _Hold as hold:
             self._hold(now, hold.status, str(hold), start)
