@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from walk_mpc.tools.launch_graph import die_with_parent
+
 REPO = Path(__file__).resolve().parents[1]
 
 # A fresh DDS domain per test session, and DDS traffic kept on this machine. This runs before any test
@@ -61,11 +63,12 @@ class NodeProcess:
         self._log = open(log_path, "w")
         self.proc = subprocess.Popen(
             args, stdout=self._log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
-            cwd=str(log_path.parent),
+            cwd=str(log_path.parent), preexec_fn=die_with_parent,
         )
 
     def output(self) -> str:
-        self._log.flush()
+        if not self._log.closed:
+            self._log.flush()
         return self.log_path.read_text()
 
     def stop(self, timeout: float = 10.0) -> int:

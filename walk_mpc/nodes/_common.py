@@ -9,6 +9,7 @@ from typing import Any, Callable, Optional, Sequence, TypeVar
 
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -31,6 +32,33 @@ def reliable_qos(depth: int = 10) -> QoSProfile:
 #: QoS of latched topics (walk/plan, sim/fall): reliable, transient local, the last message only.
 LATCHED_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+def publisher_events(node: Node, topic: str) -> PublisherEventCallbacks:
+    """Event callbacks of a publisher on ``topic``: each change in its matched subscribers is logged at
+    DEBUG (``--ros-args --log-level <node>:=debug``), e.g. ``'/wheel_contact': 1 subscriber(s) matched``.
+
+    The node's own view of the graph: a peer seeing this endpoint does not mean this endpoint sees the
+    peer yet (DDS discovery is not symmetric), and a volatile writer's samples published before it
+    matched a reader never reach that reader.
+    """
+    return PublisherEventCallbacks(matched=_match_logger(node, topic, "subscriber"))
+
+
+def subscription_events(node: Node, topic: str) -> SubscriptionEventCallbacks:
+    """Event callbacks of a subscription on ``topic``: each change in its matched publishers is logged
+    at DEBUG, like :func:`publisher_events`."""
+    return SubscriptionEventCallbacks(matched=_match_logger(node, topic, "publisher"))
+
+
+def _match_logger(node: Node, topic: str, peer: str) -> Callable[[Any], None]:
+    name = node.resolve_topic_name(topic)
+
+    def log(info) -> None:
+        node.get_logger().debug(f"'{name}': {info.current_count} {peer}(s) matched "
+                                f"({info.current_count_change:+d})")
+
+    return log
 
 
 def default_config_path() -> Path:
@@ -121,6 +149,17 @@ def bringup_overrides(node_name: str, path: Optional[os.PathLike] = None) -> lis
     return [Parameter(name, value=value) for name, value in flatten(config_defaults(node_name, path)).items()]
 
 
+def is_shutdown(exc: BaseException, context=None) -> bool:
+    """Whether ``exc`` is the shutdown of ``context`` (default: rclpy's) rather than an error.
+
+    SIGINT (KeyboardInterrupt), an external shutdown, or, once the context is shut down, the
+    RuntimeError (RCLError) that rclpy 9 raises from publish/take on the invalidated context.
+    """
+    if isinstance(exc, (KeyboardInterrupt, ExternalShutdownException)):
+        return True
+    return isinstance(exc, RuntimeError) and not rclpy.ok(context=context)
+
+
 def run_guarded(body: Callable[[], None], args: Optional[Sequence[str]] = None) -> int:
     """Init rclpy, run ``body`` (which spins), and shut down; exit code 2 on a configuration error."""
     rclpy.init(args=args)
@@ -130,10 +169,8 @@ def run_guarded(body: Callable[[], None], args: Optional[Sequence[str]] = None) 
     except WalkMpcError as exc:
         print(f"[walk_mpc] configuration error: {exc}", file=sys.stderr, flush=True)
         code = 2
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except RuntimeError:
-        if rclpy.ok():  # see run(): a RuntimeError after SIGINT is the shutdown itself
+    except (KeyboardInterrupt, RuntimeError, ExternalShutdownException) as exc:
+        if not is_shutdown(exc):
             raise
     finally:
         rclpy.try_shutdown()
@@ -161,12 +198,10 @@ def run(
     except WalkMpcError as exc:
         print(f"[walk_mpc] configuration error: {exc}", file=sys.stderr, flush=True)
         code = 2
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except RuntimeError:
+    except (KeyboardInterrupt, RuntimeError, ExternalShutdownException) as exc:
         # rclpy 9 can raise from take_message when SIGINT invalidates the context mid-callback; that is a
         # shutdown, not an error. Anything else while the context is still valid is re-raised.
-        if rclpy.ok():
+        if not is_shutdown(exc):
             raise
     finally:
         if node is not None:

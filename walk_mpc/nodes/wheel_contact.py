@@ -56,7 +56,8 @@ from walk_mpc.core.params import check_choice, check_int_range, check_positive
 from walk_mpc.core.wheel_contact import WheelContact
 from walk_mpc.msg import SensorState, WheelContactArray
 from walk_mpc.msg import WheelContact as WheelContactMsg
-from walk_mpc.nodes._common import DataclassParameters, node_options, run
+from walk_mpc.nodes._common import (DataclassParameters, node_options, publisher_events, run,
+                                    subscription_events)
 from walk_mpc.srv import ResetWheelContact
 
 #: Values of ``WheelContactNodeParameters.sensor_qos``.
@@ -185,10 +186,12 @@ class WheelContactNode(Node):
             history=HistoryPolicy.KEEP_LAST, depth=params.queue_depth, reliability=ReliabilityPolicy.RELIABLE,
             durability=DurabilityPolicy.VOLATILE,
         )
-        self._publisher = self.create_publisher(WheelContactArray, params.output_topic, output_qos)
+        self._publisher = self.create_publisher(
+            WheelContactArray, params.output_topic, output_qos,
+            event_callbacks=publisher_events(self, params.output_topic))
         self._subscription = self.create_subscription(
-            SensorState, params.sensor_topic, self._on_sensor_state, sensor_qos
-        )
+            SensorState, params.sensor_topic, self._on_sensor_state, sensor_qos,
+            event_callbacks=subscription_events(self, params.sensor_topic))
         self._service = self.create_service(ResetWheelContact, "~/reset_contact", self._on_reset_contact)
         self.get_logger().info(
             f"observing {list(params.wheels)} on '{self._subscription.topic_name}' "

@@ -5,7 +5,9 @@ file as launch/walk.launch.py, one process per node, output prefixed with the no
 
     python -m walk_mpc.tools.launch_graph [--robot talos] [--sim kinematic|mujoco|none] [--config FILE]
 
-Ctrl-C stops every node. The exit code is non-zero when a node exits on its own with an error.
+Ctrl-C stops every node. The exit code is non-zero when a node exits on its own with an error. On Linux a
+node also gets SIGTERM when the process that started it dies (killed, crashed), so no node outlives its
+launcher and keeps publishing into the domain.
 """
 
 from __future__ import annotations
@@ -20,6 +22,21 @@ from pathlib import Path
 from typing import IO, Dict, List, Optional, Sequence
 
 from walk_mpc.graph import load_graph
+
+_PR_SET_PDEATHSIG = 1  # prctl option (linux/prctl.h)
+
+
+def die_with_parent() -> None:
+    """``preexec_fn`` for ``subprocess.Popen``: the child gets SIGTERM when its parent dies (Linux only).
+
+    rclpy handles SIGTERM like SIGINT (clean shutdown). Elsewhere this does nothing.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 class GraphProcesses:
@@ -75,10 +92,11 @@ class GraphProcesses:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             log = open(self.log_dir / f"{name}.log", "a")
             self._logs.append(log)
-            proc = subprocess.Popen(self.command(name), stdout=log, stderr=subprocess.STDOUT)
+            proc = subprocess.Popen(self.command(name), stdout=log, stderr=subprocess.STDOUT,
+                                    preexec_fn=die_with_parent)
         else:
             proc = subprocess.Popen(self.command(name), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    text=True, bufsize=1)
+                                    text=True, bufsize=1, preexec_fn=die_with_parent)
             thread = threading.Thread(target=self._forward, args=(name, proc), daemon=True)
             thread.start()
             self._threads.append(thread)

@@ -39,7 +39,7 @@ from walk_mpc.core.step import Foot, Step
 from walk_mpc.core.timeline import FootPose
 from walk_mpc.core.walk_behavior import WalkErrorCode, WalkFlags
 from walk_mpc.msg import FootstepPlan, StepData
-from walk_mpc.nodes._common import LATCHED_QOS
+from walk_mpc.nodes._common import LATCHED_QOS, is_shutdown
 from walk_mpc.nodes.conversions import quaternion_yaw, step_to_msg, timeline_from_msg
 
 #: Stance used when no ``walk/plan`` is published and no --left/--right is given (Talos soles).
@@ -345,7 +345,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except TimeoutError as exc:
         print(f"send_walk: {exc}", file=sys.stderr)
         return 1
-    except (KeyboardInterrupt, ExternalShutdownException):
+    except (KeyboardInterrupt, RuntimeError, ExternalShutdownException) as exc:
+        if not is_shutdown(exc):  # SIGINT while publishing/taking: a shutdown, not an error
+            raise
         return 130
     finally:
         node.destroy_node()

@@ -22,6 +22,7 @@ import rclpy
 from rclpy.executors import ExternalShutdownException
 
 from walk_mpc.msg import SensorState
+from walk_mpc.nodes._common import is_shutdown
 from walk_mpc.tools.msgdict import from_dict
 
 
@@ -76,7 +77,9 @@ def main(argv: list[str] | None = None) -> int:
             if args.pace > 0.0:
                 time.sleep(args.pace)  # pacing a replay, not synchronisation
         print(f"sensor_replay: published {k + 1} messages on {args.topic}", flush=True)
-    except (KeyboardInterrupt, ExternalShutdownException):
+    except (KeyboardInterrupt, RuntimeError, ExternalShutdownException) as exc:
+        if not is_shutdown(exc):  # SIGINT while publishing/taking: a shutdown, not an error
+            raise
         pass  # SIGINT ends a replay normally
     finally:
         node.destroy_node()

@@ -15,6 +15,7 @@ import rclpy
 from rclpy.executors import ExternalShutdownException
 from rclpy.qos import qos_profile_sensor_data
 
+from walk_mpc.nodes._common import is_shutdown
 from walk_mpc.tools.msgdict import message_type, to_dict
 
 
@@ -41,7 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         while len(received) < args.count and time.monotonic() < deadline:
             rclpy.spin_once(node, timeout_sec=0.1)
-    except (KeyboardInterrupt, ExternalShutdownException):
+    except (KeyboardInterrupt, RuntimeError, ExternalShutdownException) as exc:
+        if not is_shutdown(exc):  # SIGINT while publishing/taking: a shutdown, not an error
+            raise
         pass
     finally:
         node.destroy_node()

@@ -17,8 +17,9 @@ Usage:
 ``--output`` writes JSON lines for ``walk_mpc.tools.sensor_replay --file`` (which re-stamps samples at
 ``t0 + k * period``, dropping the ``backwards`` fault). ``--publish`` publishes with the scenario's own
 stamps, as fast as the flow control allows: with ``--ack-topic``, at most ``--window`` samples ahead of
-the WheelContactArray messages received on that topic (the wheel_contact node answers every sample), so
-a burst never overflows the consumer's queue; ``--pace`` adds a wall-clock pause between samples.
+the WheelContactArray messages received on that topic (the wheel_contact node answers every sample with
+its stamp; answers are matched by stamp, so a lost answer does not stall the stream), so a burst never
+overflows the consumer's queue; ``--pace`` adds a wall-clock pause between samples.
 """
 
 from __future__ import annotations
@@ -205,6 +206,7 @@ def publish(scenario: WheelScenario, topic: str, ack_topic: str | None, window: 
     from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
     from walk_mpc.msg import SensorState, WheelContactArray
+    from walk_mpc.nodes._common import is_shutdown
     from walk_mpc.tools.msgdict import from_dict
 
     qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000, reliability=ReliabilityPolicy.RELIABLE,
@@ -212,10 +214,16 @@ def publish(scenario: WheelScenario, topic: str, ack_topic: str | None, window: 
     rclpy.init()
     node = rclpy.create_node("wheel_scenario")
     publisher = node.create_publisher(SensorState, topic, qos)
-    count = {"published": 0, "answered": 0}
+    count = {"published": 0, "answered": 0}  # answered: samples up to the last one answered
 
-    def on_answer(_msg) -> None:
-        count["answered"] += 1
+    def on_answer(msg) -> None:
+        # Answers come in sample order. Matching them by stamp (not counting them) keeps the flow control
+        # right if the consumer's first answers were published before it discovered this subscription.
+        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        for k in range(count["answered"], count["published"]):
+            if scenario.stamps_ns[k] == stamp:
+                count["answered"] = k + 1
+                return
 
     ack = node.create_subscription(WheelContactArray, ack_topic, on_answer, qos) if ack_topic else None
 
@@ -250,7 +258,9 @@ def publish(scenario: WheelScenario, topic: str, ack_topic: str | None, window: 
             return 1
         print(f"wheel_scenario: published {count['published']} samples on {topic}", flush=True)
         return 0
-    except (KeyboardInterrupt, ExternalShutdownException):
+    except (KeyboardInterrupt, RuntimeError, ExternalShutdownException) as exc:
+        if not is_shutdown(exc):  # SIGINT while publishing/taking: a shutdown, not an error
+            raise
         return 130
     finally:
         node.destroy_node()
