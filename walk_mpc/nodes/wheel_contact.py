@@ -56,8 +56,13 @@ from walk_mpc.core.params import check_choice, check_int_range, check_positive
 from walk_mpc.core.wheel_contact import WheelContact
 from walk_mpc.msg import SensorState, WheelContactArray
 from walk_mpc.msg import WheelContact as WheelContactMsg
-from walk_mpc.nodes._common import (DataclassParameters, node_options, publisher_events, run,
-                                    subscription_events)
+from walk_mpc.nodes._common import (
+    DataclassParameters,
+    node_options,
+    publisher_events,
+    run,
+    subscription_events,
+)
 from walk_mpc.srv import ResetWheelContact
 
 #: Values of ``WheelContactNodeParameters.sensor_qos``.
