@@ -46,3 +46,13 @@ def matched(process, topic: str, peer: str) -> int:
     """
     counts = re.findall(rf"'{re.escape(topic)}': (\d+) {peer}\(s\) matched", process.output())
     return int(counts[-1]) if counts else 0
+
+
+def with_debug_log(node_name: str, args) -> list[str]:
+    """``args`` of a node process with ``--log-level <node_name>:=debug`` among its ROS arguments (for
+    :func:`matched`)."""
+    args = list(args)
+    if "--ros-args" not in args:
+        args.append("--ros-args")
+    i = args.index("--ros-args") + 1
+    return args[:i] + ["--log-level", f"{node_name}:=debug"] + args[i:]

@@ -7,6 +7,7 @@ import time
 
 import numpy as np
 import pytest
+from ros_helpers import matched, with_debug_log
 
 from walk_mpc.core.robot import RobotModel, rotation_z
 from walk_mpc.core.step import Foot, Step
@@ -95,8 +96,10 @@ class Graph:
             self.executor.spin_once(timeout_sec=0.05)
 
     def start(self, start_node, *args):
-        self.process = start_node("ik", *args)
-        self.spin_until(lambda: self.trajectory_sub.get_publisher_count() >= 1
+        self.process = start_node("ik", *with_debug_log("ik", args))
+        outputs = ("/joint_trajectory", "/joint_commands", "/ik/timing")
+        self.spin_until(lambda: all(matched(self.process, topic, "subscriber") >= 1 for topic in outputs)
+                        and self.trajectory_sub.get_publisher_count() >= 1
                         and self.reference_pub.get_subscription_count() >= 1
                         and self.sensor_pub.get_subscription_count() >= 1
                         and self.gesture.service_is_ready() and self.effect.service_is_ready(),

@@ -6,6 +6,7 @@ import time
 
 import numpy as np
 import pytest
+from ros_helpers import matched, with_debug_log
 
 from walk_mpc.core.footsteps import walk_forward
 from walk_mpc.core.preview import Preview, SoleParameters, double_support_box
@@ -134,8 +135,10 @@ class Graph:
             self.executor.spin_once(timeout_sec=0.02)
 
     def start(self, start_node, *args):
-        self.process = start_node("mpc_planner", "--ros-args", *args)
-        self.spin_until(lambda: self.reference_sub.get_publisher_count() >= 1
+        self.process = start_node("mpc_planner", *with_debug_log("mpc_planner", ["--ros-args", *args]))
+        self.spin_until(lambda: matched(self.process, "/mpc/com_reference", "subscriber") >= 1
+                        and matched(self.process, "/mpc/timing", "subscriber") >= 1
+                        and self.reference_sub.get_publisher_count() >= 1
                         and self.sensor_pub.get_subscription_count() >= 1
                         and self.plan_pub.get_subscription_count() >= 1, "the mpc_planner's endpoints")
 

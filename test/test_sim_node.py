@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from ros_helpers import matched, with_debug_log
 
 pytestmark = pytest.mark.ros
 
@@ -67,8 +68,9 @@ def stamp_ns(msg):
 
 
 def start_sim(start_node, probe, *args):
-    sim = start_node("sim", "--ros-args", *args)
-    probe.spin_until(lambda: probe.sensor_sub.get_publisher_count() >= 1
+    sim = start_node("sim", *with_debug_log("sim", ["--ros-args", *args]))
+    probe.spin_until(lambda: matched(sim, "/sensor_state", "subscriber") >= 1
+                     and probe.sensor_sub.get_publisher_count() >= 1
                      and probe.trajectory_pub.get_subscription_count() >= 1, "the sim's endpoints", sim)
     return sim
 

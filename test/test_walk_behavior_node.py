@@ -14,7 +14,7 @@ import threading
 import time
 
 import pytest
-from ros_helpers import wait_until
+from ros_helpers import matched, wait_until
 
 from walk_mpc.core.step import Foot, Step
 from walk_mpc.core.walk_behavior import SUBSTATE_FLAGS, WalkErrorCode, WalkFlags
@@ -25,7 +25,8 @@ NS = 1_000_000_000
 SAMPLE_PERIOD_NS = 10_000_000  # stamps advance 10 ms per sample
 PACE = 0.003  # [s] wall time between samples: about 3x faster than real time
 SENSOR_TIMEOUT = 0.5  # [s] steady clock; above any scheduling hiccup of a loaded machine
-NODE_ARGS = ("--ros-args", "-p", "measure_feet:=false", "-p", f"sensor_timeout:={SENSOR_TIMEOUT}")
+NODE_ARGS = ("--ros-args", "--log-level", "walk_behavior:=debug", "-p", "measure_feet:=false",
+             "-p", f"sensor_timeout:={SENSOR_TIMEOUT}")
 
 SWAYING = WalkFlags.WALK_SUBSTATE_SWAYING
 STEPPING = WalkFlags.WALK_SUBSTATE_STEPPING
@@ -148,7 +149,10 @@ class Client:
             self.executor.spin()
 
     def wait_ready(self, process) -> None:
-        wait_until(lambda: self.action.server_is_ready() and self.queue.service_is_ready()
+        # the node's own match of walk/status, when its DEBUG log shows it (the module's node)
+        debug = "walk_behavior:=debug" in process.args
+        wait_until(lambda: (not debug or matched(process, "/walk/status", "subscriber") >= 1)
+                   and self.action.server_is_ready() and self.queue.service_is_ready()
                    and self.sensor_pub.get_subscription_count() >= 1
                    and self.fall_pub.get_subscription_count() >= 1
                    and self.mpc_pub.get_subscription_count() >= 1

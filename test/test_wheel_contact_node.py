@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from ros_helpers import matched, wait_until
+from ros_helpers import matched, wait_until, with_debug_log
 
 from walk_mpc.core.wheel_contact import WheelContact
 from walk_mpc.tools.wheel_scenario import make_scenario
@@ -125,11 +125,11 @@ def listener():
     ros.close()
 
 
-def start_wheel_contact(start_node, listener, *params):
-    """Start the node (``params``: ``-p name:=value`` items) and wait until its output and input are
+def start_wheel_contact(start_node, listener, *args):
+    """Start the node and wait until its output and input are
     matched with the test process on both sides: the node's answers to the first samples would be lost
     if its writer had not matched the test's reader yet."""
-    node = start_node("wheel_contact", "--ros-args", "--log-level", "wheel_contact:=debug", *params)
+    node = start_node("wheel_contact", *with_debug_log("wheel_contact", args))
     listener.spin_until(lambda: listener.subscription.get_publisher_count() >= 1
                         and listener.publisher.get_subscription_count() >= 1
                         and matched(node, "/wheel_contact", "subscriber") >= 1
@@ -146,7 +146,7 @@ def test_contact_follows_ground_lift_touchdown_exactly_as_the_core_observer(star
     scenario = make_scenario(ground=1.5, air=1.0, touchdown=1.5, seed=0, faults=True)
     expected, _ = expected_outputs(scenario)
     # a writer history holding the whole stream: nothing lost even if this process lags behind
-    node = start_wheel_contact(start_node, listener, "-p", f"queue_depth:={len(scenario)}")
+    node = start_wheel_contact(start_node, listener, "--ros-args", "-p", f"queue_depth:={len(scenario)}")
     feeder = start_node("walk_mpc.tools.wheel_scenario", "--publish", "--faults", "--seed", "0",
                         "--ground", "1.5", "--air", "1.0", "--touchdown", "1.5",
                         "--ack-topic", "wheel_contact", "--window", "100")

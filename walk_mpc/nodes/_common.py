@@ -61,6 +61,19 @@ def _match_logger(node: Node, topic: str, peer: str) -> Callable[[Any], None]:
     return log
 
 
+class GraphNode(Node):
+    """Base of the walk_mpc nodes: every publisher and subscription logs its matches at DEBUG
+    (:func:`publisher_events`, :func:`subscription_events`) unless given other event callbacks."""
+
+    def create_publisher(self, msg_type, topic, qos_profile, **kwargs):
+        kwargs.setdefault("event_callbacks", publisher_events(self, topic))
+        return super().create_publisher(msg_type, topic, qos_profile, **kwargs)
+
+    def create_subscription(self, msg_type, topic, callback, qos_profile, **kwargs):
+        kwargs.setdefault("event_callbacks", subscription_events(self, topic))
+        return super().create_subscription(msg_type, topic, callback, qos_profile, **kwargs)
+
+
 def default_config_path() -> Path:
     """The installed ``share/walk_mpc/config/walk_mpc.yaml``, or the source tree's when not installed."""
     try:

@@ -102,7 +102,14 @@ from walk_mpc.core.support_correction import SupportCorrectionParameters, Suppor
 from walk_mpc.core.timeline import FootPose, Timeline
 from walk_mpc.core.walk_targets import StandingTargets, pose_matrix, walk_targets, yaw_free
 from walk_mpc.msg import ComReference, FootstepPlan, SensorState, TickTiming
-from walk_mpc.nodes._common import LATCHED_QOS, DataclassParameters, node_options, reliable_qos, run
+from walk_mpc.nodes._common import (
+    LATCHED_QOS,
+    DataclassParameters,
+    GraphNode,
+    node_options,
+    reliable_qos,
+    run,
+)
 from walk_mpc.nodes.conversions import PlanMessage, sensor_base_pose, stamp_ns
 from walk_mpc.srv import ExecGesture, SetGestureEffect
 
@@ -218,7 +225,7 @@ class _Hold(Exception):
         self.status = status
 
 
-class IKNode(Node):
+class IKNode(GraphNode):
     """Whole-body IK of the walk_mpc graph: ComReference + plan -> two joint postures per control period."""
 
     def __init__(self, params: Optional[IKNodeParameters] = None, **kwargs) -> None:

@@ -52,7 +52,6 @@ import numpy as np
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Point, Pose, PoseStamped
 from nav_msgs.msg import Path
-from rclpy.node import Node
 from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
@@ -66,7 +65,14 @@ from walk_mpc.core.step import Foot
 from walk_mpc.core.support_correction import SupportCorrectionParameters, SupportCorrector, anchor_foot
 from walk_mpc.core.timeline import FootPose, Timeline
 from walk_mpc.msg import ComReference, FootstepPlan, SensorState, TickTiming
-from walk_mpc.nodes._common import LATCHED_QOS, DataclassParameters, node_options, reliable_qos, run
+from walk_mpc.nodes._common import (
+    LATCHED_QOS,
+    DataclassParameters,
+    GraphNode,
+    node_options,
+    reliable_qos,
+    run,
+)
 from walk_mpc.nodes.conversions import (
     PlanMessage,
     point,
@@ -186,7 +192,7 @@ def shifted_timeline(timeline: Timeline, t0: float, walking: bool = True) -> Tim
     return Timeline(first.left, first.right, timeline.steps if walking else (), timeline.timing, t0)
 
 
-class MpcPlannerNode(Node):
+class MpcPlannerNode(GraphNode):
     """Walking pattern generator of the walk_mpc graph: plan + SensorState -> CoM references every tick."""
 
     def __init__(self, params: Optional[MpcPlannerNodeParameters] = None, **kwargs) -> None:

@@ -33,7 +33,6 @@ from typing import Optional, Sequence
 
 import numpy as np
 from geometry_msgs.msg import Point, Pose, Quaternion, Twist, Vector3
-from rclpy.node import Node
 from std_msgs.msg import Bool, Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
@@ -45,7 +44,14 @@ from walk_mpc.core.sim.kinematic import KinematicSim
 from walk_mpc.core.sim.mujoco import MujocoSim, MujocoWheelSim
 from walk_mpc.core.sim.wheels import WheelPlant
 from walk_mpc.msg import SensorState
-from walk_mpc.nodes._common import LATCHED_QOS, DataclassParameters, node_options, reliable_qos, run
+from walk_mpc.nodes._common import (
+    LATCHED_QOS,
+    DataclassParameters,
+    GraphNode,
+    node_options,
+    reliable_qos,
+    run,
+)
 
 #: Values of ``SimNodeParameters.robot_type``.
 ROBOT_TYPES = ("legged", "wheeled")
@@ -156,7 +162,7 @@ def sensor_state_msg(sample: SensorSample, stamp_ns: int, frame_id: str = "world
     return msg
 
 
-class SimNode(Node):
+class SimNode(GraphNode):
     """Step a simulated robot on a wall timer and publish its sensor data with simulated stamps."""
 
     def __init__(self, params: Optional[SimNodeParameters] = None, **kwargs) -> None:

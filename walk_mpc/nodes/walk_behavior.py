@@ -81,7 +81,6 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.clock import Clock, ClockType
-from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Bool
 
@@ -100,7 +99,14 @@ from walk_mpc.core.walk_behavior import (
     WalkStatus,
 )
 from walk_mpc.msg import FootstepPlan, SensorState, TickTiming, WalkFeedback
-from walk_mpc.nodes._common import LATCHED_QOS, DataclassParameters, node_options, reliable_qos, run
+from walk_mpc.nodes._common import (
+    LATCHED_QOS,
+    DataclassParameters,
+    GraphNode,
+    node_options,
+    reliable_qos,
+    run,
+)
 from walk_mpc.nodes.conversions import (
     foot_pose_to_msg,
     plan_to_msg,
@@ -269,7 +275,7 @@ def result_to_msg(result: WalkResult) -> Walk.Result:
     )
 
 
-class WalkBehaviorNode(Node):
+class WalkBehaviorNode(GraphNode):
     """Walk action server and footstep queue over :class:`~walk_mpc.core.walk_behavior.WalkBehavior`."""
 
     def __init__(self, params: Optional[WalkBehaviorNodeParameters] = None, **kwargs) -> None:

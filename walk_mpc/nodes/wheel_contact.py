@@ -48,7 +48,6 @@ import dataclasses
 import sys
 from typing import Optional, Sequence
 
-from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from walk_mpc.core.errors import ParameterError
@@ -56,13 +55,7 @@ from walk_mpc.core.params import check_choice, check_int_range, check_positive
 from walk_mpc.core.wheel_contact import WheelContact
 from walk_mpc.msg import SensorState, WheelContactArray
 from walk_mpc.msg import WheelContact as WheelContactMsg
-from walk_mpc.nodes._common import (
-    DataclassParameters,
-    node_options,
-    publisher_events,
-    run,
-    subscription_events,
-)
+from walk_mpc.nodes._common import DataclassParameters, GraphNode, node_options, run
 from walk_mpc.srv import ResetWheelContact
 
 #: Values of ``WheelContactNodeParameters.sensor_qos``.
@@ -161,7 +154,7 @@ def wheel_inputs(msg: SensorState, name: str) -> tuple[float, float]:
     return torque, msg.joint_vel[j]
 
 
-class WheelContactNode(Node):
+class WheelContactNode(GraphNode):
     """Observe the floor contact of each wheel from the SensorState stream."""
 
     def __init__(self, params: Optional[WheelContactNodeParameters] = None, **kwargs) -> None:
@@ -191,12 +184,10 @@ class WheelContactNode(Node):
             history=HistoryPolicy.KEEP_LAST, depth=params.queue_depth, reliability=ReliabilityPolicy.RELIABLE,
             durability=DurabilityPolicy.VOLATILE,
         )
-        self._publisher = self.create_publisher(
-            WheelContactArray, params.output_topic, output_qos,
-            event_callbacks=publisher_events(self, params.output_topic))
+        self._publisher = self.create_publisher(WheelContactArray, params.output_topic, output_qos)
         self._subscription = self.create_subscription(
-            SensorState, params.sensor_topic, self._on_sensor_state, sensor_qos,
-            event_callbacks=subscription_events(self, params.sensor_topic))
+            SensorState, params.sensor_topic, self._on_sensor_state, sensor_qos
+        )
         self._service = self.create_service(ResetWheelContact, "~/reset_contact", self._on_reset_contact)
         self.get_logger().info(
             f"observing {list(params.wheels)} on '{self._subscription.topic_name}' "
