@@ -25,7 +25,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from walk_mpc.graph import load_graph
-from walk_mpc.nodes._common import bringup_overrides, run_guarded
+from walk_mpc.nodes._common import bringup_overrides, freeze_startup_objects, run_guarded
 
 
 def create_nodes(robot: str = "talos", sim: str = "kinematic", config: Optional[str] = None,
@@ -116,6 +116,7 @@ def main(args: Optional[Sequence[str]] = None) -> int:
 
     def spin() -> None:
         nodes = create_nodes(options.robot, options.sim, options.config)
+        freeze_startup_objects()
         executor = SingleThreadedExecutor()
         for node in nodes:
             executor.add_node(node)

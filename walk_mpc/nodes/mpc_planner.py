@@ -69,6 +69,7 @@ from walk_mpc.nodes._common import (
     LATCHED_QOS,
     DataclassParameters,
     GraphNode,
+    is_shutdown,
     node_options,
     reliable_qos,
     run,
@@ -295,6 +296,8 @@ class MpcPlannerNode(GraphNode):
             else:
                 self._unlogged += 1
         except Exception as exc:  # noqa: BLE001  (the planner refused its inputs, or a bug: report, live on)
+            if is_shutdown(exc, self.context):
+                raise  # publishing after SIGINT shut the context down: the end, not a planner failure
             self.get_logger().error(f"planner tick at {now / _NS:.3f} s failed: {exc!r}",
                                     throttle_duration_sec=WARNING_PERIOD)
             self._last_tick_ns = now
