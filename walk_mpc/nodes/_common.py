@@ -31,6 +31,18 @@ def reliable_qos(depth: int = 10) -> QoSProfile:
                       durability=DurabilityPolicy.VOLATILE)
 
 
+def stream_input_qos(depth: int = 10) -> QoSProfile:
+    """QoS of the control loop's inputs (sensor_state, com_reference, joint_trajectory): best effort.
+
+    The latest sample wins. A reliable reader delivers in order, so one sample lost on the way holds back
+    every later one until the writer repairs it: measured here, 250-340 ms with no input, enough to make
+    the IK report stale references and abort a walk. A best-effort reader matches the graph's reliable
+    writers and sensor-data (best-effort) drivers alike.
+    """
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth,
+                      reliability=ReliabilityPolicy.BEST_EFFORT, durability=DurabilityPolicy.VOLATILE)
+
+
 #: QoS of latched topics (walk/plan, sim/fall): reliable, transient local, the last message only.
 LATCHED_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL)

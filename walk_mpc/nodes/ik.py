@@ -7,7 +7,8 @@ Topics (relative names, QoS reliable depth 10 unless said):
   is installed at the first ComReference that names its ``plan_id`` (the mpc_planner switches plans
   at its next tick, so references already in flight for the previous plan are still solved on it),
   or at the next sensor-driven tick;
-* subscribes ``mpc/com_reference`` (``ComReference``): each one is a control tick. With
+* subscribes ``mpc/com_reference`` (``ComReference``, best effort: see ``stream_input_qos``): each one is a
+  control tick. With
   ``time_from_stamp = [T, 2T]`` and the CoM references at those instants, the node builds the IK
   targets of both instants (:func:`~walk_mpc.core.walk_targets.walk_targets` while a walk is in
   progress, the standing targets under gestures otherwise), solves them with
@@ -25,7 +26,8 @@ Topics (relative names, QoS reliable depth 10 unless said):
   - ``ik/timing`` (``TickTiming``): ``solve_time`` of both solutions, ``tick_time`` of the
     callback, ``status`` (:data:`STATUS_OK` or one of the failure codes below);
 
-* subscribes ``sensor_state`` (``SensorState``): the measured joint angles (and the base pose when
+* subscribes ``sensor_state`` (``SensorState``, best effort): the measured joint angles (and the base pose
+  when
   ``base_estimate_valid``). They initialise the IK's model configuration, and at each support change
   of the walk (the set of stance feet differs from the previous tick's, seed 001) the model's joint
   angles (and base, when estimated) are re-synchronised with the measurement of the reference's
@@ -109,6 +111,7 @@ from walk_mpc.nodes._common import (
     node_options,
     reliable_qos,
     run,
+    stream_input_qos,
 )
 from walk_mpc.nodes.conversions import PlanMessage, sensor_base_pose, stamp_ns
 from walk_mpc.srv import ExecGesture, SetGestureEffect
@@ -295,8 +298,8 @@ class IKNode(GraphNode):
                             if p.publish_joint_states else None)
         self._timing_pub = self.create_publisher(TickTiming, p.timing_topic, qos)
         self.create_subscription(FootstepPlan, p.plan_topic, self._on_plan, plan_qos)
-        self.create_subscription(ComReference, p.reference_topic, self._on_reference, qos)
-        self.create_subscription(SensorState, p.sensor_topic, self._on_sensor_state, qos)
+        self.create_subscription(ComReference, p.reference_topic, self._on_reference, stream_input_qos())
+        self.create_subscription(SensorState, p.sensor_topic, self._on_sensor_state, stream_input_qos())
         self.create_service(ExecGesture, "ik/exec_gesture", self._on_exec_gesture)
         self.create_service(SetGestureEffect, "ik/set_gesture_effect", self._on_set_gesture_effect)
         self.get_logger().info(

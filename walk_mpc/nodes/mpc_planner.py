@@ -7,7 +7,8 @@ Topics (relative names, QoS reliable depth 10 unless said; defaults of :class:`M
   stay continuous). ``header.stamp`` is t = 0 of the plan's timeline. With ``walking`` false only the
   plan's feet are used: a standing timeline (no steps, CoM between the feet). An invalid plan is
   logged and the previous one kept.
-* subscribes ``sensor_state`` (``SensorState``): the graph's time base. A sample is a control tick
+* subscribes ``sensor_state`` (``SensorState``, best effort: see ``_common.stream_input_qos``): the graph's
+  time base. A sample is a control tick
   when it is the first one or its stamp is at least ``control_period - hardware_period / 2`` after the
   previous tick: every ``round(control_period / hardware_period)``-th sample of a regular stream
   (seed 001: the NAO DCM callback wakes the control thread every 2nd 10 ms cycle). Samples whose stamp
@@ -73,6 +74,7 @@ from walk_mpc.nodes._common import (
     node_options,
     reliable_qos,
     run,
+    stream_input_qos,
 )
 from walk_mpc.nodes.conversions import (
     PlanMessage,
@@ -246,7 +248,7 @@ class MpcPlannerNode(GraphNode):
         self._zmp_path_pub = self.create_publisher(Path, p.zmp_path_topic, qos)
         self._markers_pub = self.create_publisher(MarkerArray, p.markers_topic, qos)
         self.create_subscription(FootstepPlan, p.plan_topic, self._on_plan, plan_qos)
-        self.create_subscription(SensorState, p.sensor_topic, self._on_sensor_state, qos)
+        self.create_subscription(SensorState, p.sensor_topic, self._on_sensor_state, stream_input_qos())
         # Previews are published by this one-shot timer after the tick, not on the reference's critical path.
         self._preview_timer = self.create_timer(PREVIEW_DELAY, self._on_preview_timer)
         self._preview_timer.cancel()

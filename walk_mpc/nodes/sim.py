@@ -7,9 +7,11 @@ Topics (names relative to the node's namespace):
   steps since start, integer nanoseconds: the stamps are exactly periodic and are the graph's time base);
 * publishes ``fall_topic`` (``std_msgs/Bool``, reliable, transient local, depth 1): false at start, then
   on every change (the kinematic plant only falls if its base tilts beyond ``fall_tilt``);
-* subscribes ``trajectory_topic`` (``trajectory_msgs/JointTrajectory``): ros2_control semantics (see
+* subscribes ``trajectory_topic`` (``trajectory_msgs/JointTrajectory``, best effort): ros2_control semantics
+  (see
   :class:`walk_mpc.core.sim.backend.JointServo`); ``header.stamp`` on the simulated clock (zero = now);
-* subscribes ``commands_topic`` if set (``std_msgs/Float64MultiArray``): positions for ``command_joint_names``
+* subscribes ``commands_topic`` if set (``std_msgs/Float64MultiArray``, best effort): positions for
+  ``command_joint_names``
   (empty = the model's joints in model order), reached at once (after the plant's latency and lag).
 
 A command naming a joint the model does not have, or with inconsistent array lengths, is rejected as a
@@ -51,6 +53,7 @@ from walk_mpc.nodes._common import (
     node_options,
     reliable_qos,
     run,
+    stream_input_qos,
 )
 
 #: Values of ``SimNodeParameters.robot_type``.
@@ -195,11 +198,11 @@ class SimNode(GraphNode):
         self._sensor_pub = self.create_publisher(SensorState, params.sensor_topic, reliable)
         self._fall_pub = self.create_publisher(Bool, params.fall_topic, latched)
         self._trajectory_sub = self.create_subscription(
-            JointTrajectory, params.trajectory_topic, self._on_trajectory, reliable)
+            JointTrajectory, params.trajectory_topic, self._on_trajectory, stream_input_qos())
         self._commands_sub = None
         if params.commands_topic:
             self._commands_sub = self.create_subscription(
-                Float64MultiArray, params.commands_topic, self._on_commands, reliable)
+                Float64MultiArray, params.commands_topic, self._on_commands, stream_input_qos())
         self._publish_fall(self.backend.state.fallen)
         wall_period = self.backend.hardware_period / params.real_time_factor
         self._timer = self.create_timer(wall_period, self._on_timer)

@@ -23,7 +23,7 @@ Interfaces (names relative to the node's namespace, defaults of :class:`WalkBeha
 * publishes ``walk/status`` (``walk_mpc/msg/WalkFeedback``) every control tick; the action
   feedback (same message plus the support foot, planned and measured) goes to the active goal on
   the same ticks.
-* subscribes ``sensor_state`` (SensorState), ``mpc/timing`` and ``ik/timing`` (TickTiming: a
+* subscribes ``sensor_state`` (SensorState, best effort), ``mpc/timing`` and ``ik/timing`` (TickTiming: a
   non-zero ``status`` aborts the walk with PLANNER_FAILURE / IK_FAILURE), ``sim/fall``
   (std_msgs/Bool, transient local: true aborts the walk with FALL_DETECTED and refuses new goals
   until it is false again).
@@ -106,6 +106,7 @@ from walk_mpc.nodes._common import (
     node_options,
     reliable_qos,
     run,
+    stream_input_qos,
 )
 from walk_mpc.nodes.conversions import (
     foot_pose_to_msg,
@@ -324,7 +325,7 @@ class WalkBehaviorNode(GraphNode):
         self._plan_pub = self.create_publisher(FootstepPlan, params.plan_topic, latched)
         self._status_pub = self.create_publisher(WalkFeedback, params.status_topic, reliable)
         self._sensor_sub = self.create_subscription(
-            SensorState, params.sensor_topic, self._on_sensor_state, reliable,
+            SensorState, params.sensor_topic, self._on_sensor_state, stream_input_qos(depth),
             callback_group=self._sensor_group)
         self._mpc_sub = self.create_subscription(
             TickTiming, params.mpc_timing_topic,
