@@ -8,8 +8,7 @@ Topics (relative names, QoS reliable depth 10 unless said):
   at its next tick, so references already in flight for the previous plan are still solved on it),
   or at the next sensor-driven tick;
 * subscribes ``mpc/com_reference`` (``ComReference``, best effort: see ``stream_input_qos``): each one is a
-  control tick. With
-  ``time_from_stamp = [T, 2T]`` and the CoM references at those instants, the node builds the IK
+  control tick. With ``time_from_stamp = [T, 2T]`` and the CoM references at those instants, the node builds the IK
   targets of both instants (:func:`~walk_mpc.core.walk_targets.walk_targets` while a walk is in
   progress, the standing targets under gestures otherwise), solves them with
   :meth:`~walk_mpc.core.ik.IKSolver.solve_two` (the first from the model configuration, the second
@@ -27,8 +26,7 @@ Topics (relative names, QoS reliable depth 10 unless said):
     callback, ``status`` (:data:`STATUS_OK` or one of the failure codes below);
 
 * subscribes ``sensor_state`` (``SensorState``, best effort): the measured joint angles (and the base pose
-  when
-  ``base_estimate_valid``). They initialise the IK's model configuration, and at each support change
+  when ``base_estimate_valid``). They initialise the IK's model configuration, and at each support change
   of the walk (the set of stance feet differs from the previous tick's, seed 001) the model's joint
   angles (and base, when estimated) are re-synchronised with the measurement of the reference's
   stamp (else the latest one) before solving.

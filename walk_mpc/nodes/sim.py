@@ -8,11 +8,10 @@ Topics (names relative to the node's namespace):
 * publishes ``fall_topic`` (``std_msgs/Bool``, reliable, transient local, depth 1): false at start, then
   on every change (the kinematic plant only falls if its base tilts beyond ``fall_tilt``);
 * subscribes ``trajectory_topic`` (``trajectory_msgs/JointTrajectory``, best effort): ros2_control semantics
-  (see
-  :class:`walk_mpc.core.sim.backend.JointServo`); ``header.stamp`` on the simulated clock (zero = now);
+  (see :class:`walk_mpc.core.sim.backend.JointServo`); ``header.stamp`` on the simulated clock (zero = now);
 * subscribes ``commands_topic`` if set (``std_msgs/Float64MultiArray``, best effort): positions for
-  ``command_joint_names``
-  (empty = the model's joints in model order), reached at once (after the plant's latency and lag).
+  ``command_joint_names`` (empty = the model's joints in model order), reached at once (after the plant's
+  latency and lag).
 
 A command naming a joint the model does not have, or with inconsistent array lengths, is rejected as a
 whole and logged (at most once per second, with a count); the node keeps running.
