@@ -8,8 +8,8 @@ Topics (relative names, QoS reliable depth 10 unless said):
   at its next tick, so references already in flight for the previous plan are still solved on it),
   or at the next sensor-driven tick;
 * subscribes ``mpc/com_reference`` (``ComReference``, best effort: see ``stream_input_qos``): each one is a
-  control tick. With ``time_from_stamp = [T, 2T]`` and the CoM references at those instants, the node builds the IK
-  targets of both instants (:func:`~walk_mpc.core.walk_targets.walk_targets` while a walk is in
+  control tick. With ``time_from_stamp = [T, 2T]`` and the CoM references at those instants, the node
+  builds the IK targets of both instants (:func:`~walk_mpc.core.walk_targets.walk_targets` while a walk is in
   progress, the standing targets under gestures otherwise), solves them with
   :meth:`~walk_mpc.core.ik.IKSolver.solve_two` (the first from the model configuration, the second
   from the first) and publishes:
