@@ -10,8 +10,9 @@ Topics (relative names, QoS reliable depth 10 unless said; defaults of :class:`M
 * subscribes ``sensor_state`` (``SensorState``, best effort: see ``_common.stream_input_qos``): the graph's
   time base. A sample is a control tick when it is the first one or its stamp is at least
   ``control_period - hardware_period / 2`` after the previous tick: every
-  ``round(control_period / hardware_period)``-th sample of a regular stream (seed 001: the NAO DCM callback wakes the control thread every 2nd 10 ms cycle). Samples whose stamp
-  does not increase are ignored. Each tick
+  ``round(control_period / hardware_period)``-th sample of a regular stream (seed 001: the NAO DCM
+  callback wakes the control thread every 2nd 10 ms cycle). Samples whose stamp does not increase are
+  ignored. Each tick
 
   1. installs a new plan if one arrived; before any plan, a standing timeline at the measured feet;
   2. estimates the measured state (:func:`~walk_mpc.core.state_estimation.estimate_state`): joints +
