@@ -254,6 +254,7 @@ class GraphClient:
         from trajectory_msgs.msg import JointTrajectory
 
         from walk_mpc.msg import ComReference, FootstepPlan, SensorState, WalkFeedback
+        from walk_mpc.tools.send_walk import walk_action_client
 
         self.control = control
         self.context = rclpy.Context()
@@ -274,10 +275,23 @@ class GraphClient:
         self.node.create_subscription(WalkFeedback, "walk/status", self._on_status, 200)
         self.node.create_subscription(JointTrajectory, "joint_trajectory", self._on_trajectory, 100)
         self.node.create_subscription(ComReference, "mpc/com_reference", self._on_reference, 100)
+        # One Walk action client for every goal: a client created per goal can lose the server's answer
+        # (the server discovers the new client's reply reader too late), see send_walk.
+        self.action_client = walk_action_client(self.node)
+        self.spin_error: Optional[BaseException] = None
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
-        self._spinner = threading.Thread(target=self.executor.spin, name="graph-client-spin", daemon=True)
+        self._spinner = threading.Thread(target=self._spin, name="graph-client-spin", daemon=True)
         self._spinner.start()
+
+    def _spin(self) -> None:
+        try:
+            self.executor.spin()
+        except BaseException as exc:  # reported by every wait (a dead spinner would only time out)
+            if self.context.ok():
+                self.spin_error = exc
+                with self._cv:
+                    self._cv.notify_all()
 
     # -- callbacks (executor thread)
     def _on_sample(self, msg) -> None:
@@ -312,9 +326,13 @@ class GraphClient:
     def wait_until(self, predicate: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
         """Wait until ``predicate()`` (evaluated under the client's lock at each message); fail on timeout."""
         with self._cv:
-            if self._cv.wait_for(predicate, timeout):
-                return
+            if self._cv.wait_for(lambda: predicate() or self.spin_error is not None, timeout):
+                if self.spin_error is None:
+                    return
         detail = self.control.diagnose() if self.control is not None else ""
+        if self.spin_error is not None:
+            raise AssertionError(f"the test client stopped spinning while waiting for {what}: "
+                                 f"{self.spin_error!r}\n{detail}") from self.spin_error
         raise AssertionError(f"timeout ({timeout} s) waiting for {what}\n{detail}")
 
     def wait_samples(self, count: int, what: str = "SensorState samples", timeout: float = 10.0) -> None:
@@ -379,14 +397,21 @@ class GraphClient:
             if on_feedback is not None:
                 on_feedback(fb)
 
-        outcome = send_walk(self.node, steps, plan_complete, collect, server_timeout=30.0,
-                            result_timeout=timeout, cancel=cancel)
+        try:
+            outcome = send_walk(self.node, steps, plan_complete, collect, server_timeout=30.0,
+                                result_timeout=timeout, cancel=cancel, client=self.action_client)
+        except TimeoutError as exc:
+            error = self.spin_error
+            spinning = "" if error is None else f" (test client stopped spinning: {error!r})"
+            detail = self.control.diagnose() if self.control is not None else ""
+            raise AssertionError(f"{exc}{spinning}\n{detail}") from exc
         return outcome, feedback
 
     def close(self) -> None:
         """Stop spinning, destroy the node and shut the context down."""
         self.executor.shutdown(timeout_sec=5.0)
         self._spinner.join(timeout=5.0)
+        self.action_client.destroy()
         self.node.destroy_node()
         self.context.try_shutdown()
 

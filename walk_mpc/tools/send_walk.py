@@ -143,11 +143,16 @@ def send_walk(
     server_timeout: float = 10.0,
     result_timeout: Optional[float] = None,
     cancel: Optional[threading.Event] = None,
+    client: Optional[ActionClient] = None,
 ) -> WalkOutcome:
     """Send a Walk goal and wait for its result.
 
     ``node`` is either spun by an executor in another thread (then this waits passively) or in no
-    executor at all (then this spins it while waiting). The action client is destroyed on return.
+    executor at all (then this spins it while waiting). Without ``client``, an action client is created
+    for this goal and destroyed on return. A program that sends several goals should pass one long-lived
+    client (:func:`walk_action_client`): the server answers a goal on a reply channel that it discovers
+    from the client, and a client created just before its goal can lose that answer when discovery is
+    slow (the goal runs, the caller never learns it was accepted).
 
     Args:
         node: Node to create the action client on.
@@ -158,12 +163,15 @@ def send_walk(
         server_timeout: Time to wait for the action server [s].
         result_timeout: Time to wait for the result [s] (None: forever).
         cancel: When set, the goal is canceled (once); the result is still awaited.
+        client: An action client of ``node`` for the Walk action to use (kept on return); ``action_name``
+            then only names the action in error messages.
 
     Raises:
         TimeoutError: The server is not available, or no result came within ``result_timeout``.
     """
-    client = ActionClient(node, Walk, action_name, feedback_sub_qos_profile=QoSProfile(
-        depth=FEEDBACK_DEPTH, reliability=ReliabilityPolicy.RELIABLE))
+    owned = client is None
+    if client is None:
+        client = walk_action_client(node, action_name)
     waiter = _Waiter(node)
     try:
         if not waiter.wait(client.server_is_ready, server_timeout):
@@ -195,7 +203,15 @@ def send_walk(
                            bytes(handle.goal_id.uuid).hex())
     finally:
         waiter.close()
-        client.destroy()
+        if owned:
+            client.destroy()
+
+
+def walk_action_client(node: Node, action_name: str = "walk") -> ActionClient:
+    """An action client of the Walk action named ``action_name`` on ``node`` (reliable feedback, deep
+    enough for a whole walk), for :func:`send_walk`."""
+    return ActionClient(node, Walk, action_name, feedback_sub_qos_profile=QoSProfile(
+        depth=FEEDBACK_DEPTH, reliability=ReliabilityPolicy.RELIABLE))
 
 
 def current_feet(node: Node, topic: str = "walk/plan",
