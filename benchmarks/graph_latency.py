@@ -1,17 +1,19 @@
 """Benchmark: sensor -> joint command latency through the node graph (sim -> mpc_planner -> ik over DDS).
 
 Starts the graph as processes (:class:`walk_mpc.tools.launch_graph.GraphProcesses`, Talos, kinematic sim,
-node logs in a temporary directory) and a probe node (``SingleThreadedExecutor``: rclpy 9's
-``MultiThreadedExecutor`` drops messages here) that records the receive time of each ``SensorState`` and
-each ``JointTrajectory`` by header stamp (a trajectory is stamped with the SensorState its reference was
-computed from). The latency is the difference of the two receive times in the probe (both go through
-DDS to the probe, so the probe's own delivery delay mostly cancels). Measured while standing
-(``--stand`` s) and while walking (a ``--steps``-step goal through ``walk_mpc.tools.send_walk``).
+node logs in a temporary directory) and a probe node. The latency is measured where the robot sees it:
+the sim node publishes, on ``sim/latency``, the time from handing each SensorState to the middleware to
+the arrival of the JointTrajectory computed from it (the ik stamps its commands with that sample's
+stamp), both on the sim's steady clock. The probe only listens to that and to the nodes' tick timings
+(50 Hz each): it does not subscribe to the 100 Hz sensor stream, so it adds no wake-up per sample.
+Measured while standing (``--stand`` s) and while walking (a ``--steps``-step goal through
+``walk_mpc.tools.send_walk``).
 
 Printed: median, p90, p99, max of the latency; median, p90, p99 of the per-node tick times reported on
-``mpc/timing`` and ``ik/timing`` (message in -> last output in the node); the load average. Baseline, in
-this process: the same chain's pure compute (``estimate_state`` + ``MpcPlanner.step`` + ``walk_targets``
-at T and 2T + ``IKSolver.solve_two``) over a Talos walk, so the DDS/ROS overhead is what remains.
+``mpc/timing`` and ``ik/timing`` (message in -> last output in the node) and of the rest (latency minus
+both ticks: DDS hops, deserialisation, wake-ups); the load average. Baseline, in this process: the same
+chain's pure compute (``estimate_state`` + ``MpcPlanner.step`` + ``walk_targets`` at T and 2T +
+``IKSolver.solve_two``) over a Talos walk, so the DDS/ROS overhead is what remains.
 
     bash -c 'source tools/env.sh && source install/setup.bash && python -P benchmarks/graph_latency.py'
 """
@@ -34,10 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # control_tick.talos_w
 import rclpy  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
-from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 from walk_mpc.core import footsteps  # noqa: E402
-from walk_mpc.msg import SensorState, TickTiming  # noqa: E402
+from walk_mpc.msg import TickTiming  # noqa: E402
 from walk_mpc.tools.launch_graph import GraphProcesses  # noqa: E402
 from walk_mpc.tools.send_walk import DEFAULT_FEET, current_feet, send_walk  # noqa: E402
 
@@ -47,16 +48,14 @@ def _stamp_ns(header) -> int:
 
 
 class Probe(Node):
-    """Receive times of SensorState and JointTrajectory by stamp, and the nodes' tick timings."""
+    """The sim's sensor -> command latencies and the nodes' tick timings, by sample stamp."""
 
     def __init__(self) -> None:
         super().__init__("graph_latency_probe")
-        self.sensor: Dict[int, int] = {}
-        self.trajectory: Dict[int, int] = {}
+        self.latency: Dict[int, float] = {}
         self.timing: Dict[str, List[float]] = {"mpc": [], "ik": []}
         self.tick_by_stamp: Dict[str, Dict[int, float]] = {"mpc": {}, "ik": {}}
-        self.create_subscription(SensorState, "sensor_state", self._on_sensor, 1000)
-        self.create_subscription(JointTrajectory, "joint_trajectory", self._on_trajectory, 100)
+        self.create_subscription(TickTiming, "sim/latency", self._on_latency, 100)
         self.create_subscription(TickTiming, "mpc/timing", self._on_timing, 100)
         self.create_subscription(TickTiming, "ik/timing", self._on_timing, 100)
 
@@ -64,21 +63,18 @@ class Probe(Node):
         self.timing[msg.component].append(msg.tick_time)
         self.tick_by_stamp[msg.component][_stamp_ns(msg.header)] = msg.tick_time
 
-    def _on_sensor(self, msg: SensorState) -> None:
-        self.sensor[_stamp_ns(msg.header)] = time.perf_counter_ns()
-
-    def _on_trajectory(self, msg: JointTrajectory) -> None:
-        self.trajectory.setdefault(_stamp_ns(msg.header), time.perf_counter_ns())
+    def _on_latency(self, msg: TickTiming) -> None:
+        self.latency[_stamp_ns(msg.header)] = msg.tick_time
 
     def mark(self) -> tuple:
         """Current sizes (to take the samples of a window)."""
-        return len(self.trajectory), len(self.timing["mpc"]), len(self.timing["ik"])
+        return len(self.latency), len(self.timing["mpc"]), len(self.timing["ik"])
 
     def window(self, mark: tuple) -> tuple[np.ndarray, ...]:
         """Latencies [s], tick times [s] since ``mark``, and the rest of each latency outside the two
         callbacks (latency - mpc tick - ik tick of the same stamp: DDS hops, deserialisation, wake-ups)."""
-        stamps = [s for s in list(self.trajectory)[mark[0]:] if s in self.sensor]
-        latency = [(self.trajectory[s] - self.sensor[s]) * 1e-9 for s in stamps]
+        stamps = list(self.latency)[mark[0]:]
+        latency = [self.latency[s] for s in stamps]
         mpc, ik = self.tick_by_stamp["mpc"], self.tick_by_stamp["ik"]
         rest = [lat - mpc[s] - ik[s] for s, lat in zip(stamps, latency) if s in mpc and s in ik]
         return (np.asarray(latency), np.asarray(self.timing["mpc"][mark[1]:]),
@@ -167,7 +163,7 @@ def main() -> int:
     p99 = {}
     try:
         deadline = time.monotonic() + 60.0
-        while not (probe.timing["mpc"] and probe.timing["ik"] and probe.trajectory):
+        while not (probe.timing["mpc"] and probe.timing["ik"] and probe.latency):
             if graph.failed() or time.monotonic() > deadline:
                 raise RuntimeError(f"the graph did not start (exited: {graph.failed()}); logs in {logs}")
             time.sleep(0.05)  # polling counters filled by the executor thread

@@ -22,7 +22,7 @@ class Probe:
         from std_msgs.msg import Bool
         from trajectory_msgs.msg import JointTrajectory
 
-        from walk_mpc.msg import SensorState
+        from walk_mpc.msg import SensorState, TickTiming
 
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
@@ -35,6 +35,9 @@ class Probe:
         self.sensor_sub = self.node.create_subscription(SensorState, "sensor_state", self.samples.append,
                                                         reliable)
         self.fall_sub = self.node.create_subscription(Bool, "sim/fall", self.falls.append, latched)
+        self.latencies = []
+        self.latency_sub = self.node.create_subscription(TickTiming, "sim/latency", self.latencies.append,
+                                                         reliable)
         self.trajectory_pub = self.node.create_publisher(JointTrajectory, "joint_trajectory", reliable)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
@@ -111,6 +114,34 @@ def test_joint_trajectory_moves_a_joint_and_unknown_joints_are_rejected(start_no
                      "the joint to move", sim)
     assert sim.proc.poll() is None
     assert "no_such_joint" in sim.output()
+
+
+def test_a_command_stamped_with_a_sample_reports_its_round_trip_once(start_node, probe):
+    from builtin_interfaces.msg import Duration
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    sim = start_sim(start_node, probe)
+    probe.spin_until(lambda: len(probe.samples) >= 2 and matched(sim, "/sim/latency", "subscriber") >= 1
+                     and probe.latency_sub.get_publisher_count() >= 1, "a sample and sim/latency", sim)
+    sample = probe.samples[-1]
+
+    def hold(stamp):
+        msg = JointTrajectory(joint_names=list(sample.joint_names))
+        msg.header.stamp = stamp
+        msg.points = [JointTrajectoryPoint(positions=list(sample.joint_pos),
+                                           time_from_start=Duration(nanosec=20_000_000))]
+        probe.trajectory_pub.publish(msg)
+
+    unknown = type(sample.header.stamp)(sec=1, nanosec=5)  # no sample has this stamp: nothing to measure
+    hold(unknown)
+    hold(sample.header.stamp)
+    hold(sample.header.stamp)  # the second command for the same sample is not measured again
+    probe.spin_until(lambda: probe.latencies, "the round trip on sim/latency", sim)
+    probe.spin_until(lambda: len(probe.samples) >= 20 + probe.samples.index(sample), "20 more samples", sim)
+    assert [stamp_ns(m) for m in probe.latencies] == [stamp_ns(sample)]
+    latency = probe.latencies[0]
+    assert latency.component == "sensor_to_command"
+    assert 0.0 < latency.tick_time < 60.0  # from the sample's publication to the command's arrival [s]
 
 
 def test_missing_mujoco_backend_exits_with_a_configuration_error(start_node, probe):

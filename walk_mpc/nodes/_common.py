@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence, TypeVar
 
@@ -184,15 +185,25 @@ def bringup_overrides(node_name: str, path: Optional[os.PathLike] = None) -> lis
     return [Parameter(name, value=value) for name, value in flatten(config_defaults(node_name, path)).items()]
 
 
-def is_shutdown(exc: BaseException, context=None) -> bool:
+def is_shutdown(exc: BaseException, context=None, grace: float = 1.0) -> bool:
     """Whether ``exc`` is the shutdown of ``context`` (default: rclpy's) rather than an error.
 
-    SIGINT (KeyboardInterrupt), an external shutdown, or, once the context is shut down, the
-    RuntimeError (RCLError) that rclpy 9 raises from publish/take on the invalidated context.
+    SIGINT (KeyboardInterrupt), an external shutdown, or a RuntimeError (RCLError, or pybind11's "Unable to
+    convert call argument") raised by rclpy 9 from publish/take while a signal shuts the context down. The
+    signal handler shuts the context down in another thread, so the error can come first: a RuntimeError
+    is a shutdown if the context is down within ``grace`` [s] (checked every 10 ms). Use ``grace=0``
+    inside a callback, where waiting would stall the node.
     """
     if isinstance(exc, (KeyboardInterrupt, ExternalShutdownException)):
         return True
-    return isinstance(exc, RuntimeError) and not rclpy.ok(context=context)
+    if not isinstance(exc, RuntimeError):
+        return False
+    deadline = time.monotonic() + grace
+    while rclpy.ok(context=context):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)  # the signal handler's thread is shutting the context down
+    return True
 
 
 def freeze_startup_objects() -> None:

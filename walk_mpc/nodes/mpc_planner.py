@@ -298,7 +298,7 @@ class MpcPlannerNode(GraphNode):
             else:
                 self._unlogged += 1
         except Exception as exc:  # noqa: BLE001  (the planner refused its inputs, or a bug: report, live on)
-            if is_shutdown(exc, self.context):
+            if is_shutdown(exc, self.context, grace=0.0):
                 raise  # publishing after SIGINT shut the context down: the end, not a planner failure
             self.get_logger().error(f"planner tick at {now / _NS:.3f} s failed: {exc!r}",
                                     throttle_duration_sec=WARNING_PERIOD)

@@ -9,6 +9,12 @@ Topics (names relative to the node's namespace):
   on every change (the kinematic plant only falls if its base tilts beyond ``fall_tilt``);
 * subscribes ``trajectory_topic`` (``trajectory_msgs/JointTrajectory``, best effort): ros2_control semantics
   (see :class:`walk_mpc.core.sim.backend.JointServo`); ``header.stamp`` on the simulated clock (zero = now);
+* publishes ``latency_topic`` if set (``walk_mpc/msg/TickTiming``, reliable, depth 10, component
+  ``"sensor_to_command"``): for each JointTrajectory stamped with the stamp of a SensorState this node
+  published (the ik stamps its commands with the sample they were computed from), ``tick_time`` = the
+  time from handing that sample to the middleware to the start of the command's callback here, on the
+  steady clock: the control loop's round trip through the graph as the robot sees it
+  (``header.stamp`` = the sample's stamp; first command per sample only);
 * subscribes ``commands_topic`` if set (``std_msgs/Float64MultiArray``, best effort): positions for
   ``command_joint_names`` (empty = the model's joints in model order), reached at once (after the plant's
   latency and lag).
@@ -30,6 +36,8 @@ from __future__ import annotations
 import array
 import dataclasses
 import sys
+import time
+from collections import OrderedDict
 from typing import Optional, Sequence
 
 import numpy as np
@@ -44,7 +52,7 @@ from walk_mpc.core.sim.backend import JointTrajectoryCommand, SensorSample, SimB
 from walk_mpc.core.sim.kinematic import KinematicSim
 from walk_mpc.core.sim.mujoco import MujocoSim, MujocoWheelSim
 from walk_mpc.core.sim.wheels import WheelPlant
-from walk_mpc.msg import SensorState
+from walk_mpc.msg import SensorState, TickTiming
 from walk_mpc.nodes._common import (
     LATCHED_QOS,
     DataclassParameters,
@@ -60,6 +68,9 @@ ROBOT_TYPES = ("legged", "wheeled")
 
 #: Minimum interval between two warnings about rejected commands [s].
 WARNING_PERIOD = 1.0
+
+#: Samples whose publication time is kept to measure the sensor -> command latency (1.28 s at 10 ms).
+LATENCY_WINDOW = 128
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,6 +88,7 @@ class SimNodeParameters:
         commands_topic: Float64MultiArray command input ('' = none: the trajectory alone drives the robot;
             listening to both would apply the ik's two outputs of the same tick one after the other).
         fall_topic: Fall flag output.
+        latency_topic: Sensor -> command latency output ('' = not measured).
         command_joint_names: Joint order of ``commands_topic`` (empty = the model's joint order).
         frame_id: ``header.frame_id`` of the SensorState (the world frame of the base pose).
         kinematic: Plant parameters of a legged robot (kinematic and MuJoCo backends).
@@ -91,6 +103,7 @@ class SimNodeParameters:
     trajectory_topic: str = "joint_trajectory"
     commands_topic: str = ""
     fall_topic: str = "sim/fall"
+    latency_topic: str = "sim/latency"
     command_joint_names: tuple[str, ...] = ()
     frame_id: str = "world"
     kinematic: KinematicSim.Parameters = dataclasses.field(default_factory=KinematicSim.Parameters)
@@ -196,6 +209,9 @@ class SimNode(GraphNode):
         reliable, latched = reliable_qos(), LATCHED_QOS
         self._sensor_pub = self.create_publisher(SensorState, params.sensor_topic, reliable)
         self._fall_pub = self.create_publisher(Bool, params.fall_topic, latched)
+        self._latency_pub = (self.create_publisher(TickTiming, params.latency_topic, reliable)
+                             if params.latency_topic else None)
+        self._sent_ns: OrderedDict[int, int] = OrderedDict()  # sample stamp -> steady clock at publication
         self._trajectory_sub = self.create_subscription(
             JointTrajectory, params.trajectory_topic, self._on_trajectory, stream_input_qos())
         self._commands_sub = None
@@ -224,7 +240,12 @@ class SimNode(GraphNode):
         state = self.backend.step()
         stamp_ns = self.stamp_ns(state.step_count)
         sample = self.backend.sensor_sample()
-        self._sensor_pub.publish(sensor_state_msg(sample, stamp_ns, self.params.frame_id))
+        msg = sensor_state_msg(sample, stamp_ns, self.params.frame_id)
+        if self._latency_pub is not None:
+            self._sent_ns[stamp_ns] = time.monotonic_ns()
+            if len(self._sent_ns) > LATENCY_WINDOW:
+                self._sent_ns.popitem(last=False)
+        self._sensor_pub.publish(msg)
         if state.fallen != self._fallen:
             self._publish_fall(state.fallen)
 
@@ -235,8 +256,9 @@ class SimNode(GraphNode):
             self.get_logger().error(f"the robot fell at t = {self.backend.time:.3f} s")
 
     def _on_trajectory(self, msg: JointTrajectory) -> None:
+        received_ns = time.monotonic_ns()
+        stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
         try:
-            stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
             points = msg.points
             times = tuple(p.time_from_start.sec + p.time_from_start.nanosec * 1e-9 for p in points)
             velocities = [list(p.velocities) for p in points]
@@ -250,6 +272,10 @@ class SimNode(GraphNode):
             self.backend.set_trajectory(command)
         except WalkMpcError as exc:
             self._reject("joint_trajectory", exc)
+        sent_ns = self._sent_ns.pop(stamp_ns, None)
+        if sent_ns is not None:  # after applying the command: measuring does not delay it
+            self._latency_pub.publish(TickTiming(header=msg.header, component="sensor_to_command",
+                                                 tick_time=(received_ns - sent_ns) * 1e-9))
 
     def _on_commands(self, msg: Float64MultiArray) -> None:
         try:
