@@ -8,6 +8,9 @@ import pytest
 from walk_mpc.core.params import flatten, from_mapping, load_yaml, to_mapping
 from walk_mpc.graph import load_graph
 
+#: Declared by every node besides its parameters dataclass (walk_mpc.nodes._common.REALTIME_PRIORITY).
+REALTIME_PRIORITY = "realtime_priority"
+
 pytestmark = pytest.mark.ros
 
 CONFIG = Path(__file__).resolve().parents[1] / "config"
@@ -33,14 +36,16 @@ def _sections():
 def test_config_section_builds_the_node_parameters(path, document, node_name):
     assert node_name in document, f"{path.name} has no section for node '{node_name}'"
     cls = _parameters_class(node_name)
-    section = document[node_name]["ros__parameters"]
+    section = dict(document[node_name]["ros__parameters"])
+    priority = section.pop(REALTIME_PRIORITY, 0)  # declared by every node besides its dataclass
+    assert isinstance(priority, int) and 0 <= priority <= 99, priority
     from_mapping(cls, section, source=str(path))  # raises on unknown keys or invalid values
 
 
 @pytest.mark.parametrize(("path", "document", "node_name"), list(_sections()))
 def test_config_section_keys_are_declared_parameters(path, document, node_name):
     cls = _parameters_class(node_name)
-    declared = set(flatten(to_mapping(cls())))
+    declared = set(flatten(to_mapping(cls()))) | {REALTIME_PRIORITY}
     given = set(flatten(document[node_name]["ros__parameters"]))
     assert given <= declared, f"undeclared keys {sorted(given - declared)}"
 
@@ -50,3 +55,9 @@ def test_graph_nodes_expose_node_class_and_main():
         module = importlib.import_module(f"walk_mpc.nodes.{node.executable}")
         assert callable(getattr(module, "main", None)), node.name
         assert hasattr(module, "NODE_CLASS"), node.name
+
+
+def test_realtime_priority_is_the_common_node_parameter():
+    from walk_mpc.nodes import _common
+
+    assert _common.REALTIME_PRIORITY == REALTIME_PRIORITY

@@ -162,3 +162,34 @@ def test_wheeled_robot_publishes_the_wheel_motors(start_node, probe):
     assert len(last.motor_torque) == len(last.motor_names) == len(last.motor_vel)
     stamps = [stamp_ns(m) for m in probe.samples]
     assert all(b - a == 1_000_000 for a, b in zip(stamps, stamps[1:]))
+
+
+def _scheduling(pid: int) -> set:
+    """(policy, priority) of every thread of process ``pid``."""
+    import os
+
+    threads = [int(tid) for tid in os.listdir(f"/proc/{pid}/task")]
+    return {(os.sched_getscheduler(tid), os.sched_getparam(tid).sched_priority) for tid in threads}
+
+
+def test_realtime_priority_puts_every_thread_under_sched_fifo_or_warns(start_node):
+    import os
+
+    from ros_helpers import wait_until
+
+    sim = start_node("sim", "--ros-args", "-p", "realtime_priority:=45")
+    wait_until(lambda: "SCHED_FIFO priority 45" in sim.output() or "not applied" in sim.output(),
+               "the scheduling report", sim)
+    if "not applied" in sim.output():  # no permission here: normal scheduling, the node runs on
+        assert "realtime_priority 45 not applied" in sim.output()
+        assert _scheduling(sim.proc.pid) == {(os.SCHED_OTHER, 0)}
+    else:
+        assert _scheduling(sim.proc.pid) == {(os.SCHED_FIFO, 45)}
+    assert sim.proc.poll() is None
+
+
+@pytest.mark.parametrize("value", ["150", "-1", "2.5"])
+def test_realtime_priority_out_of_range_is_a_configuration_error(start_node, value):
+    sim = start_node("sim", "--ros-args", "-p", f"realtime_priority:={value}")
+    assert sim.proc.wait(timeout=30) == 2, sim.output()
+    assert "realtime_priority" in sim.output() and "0..99" in sim.output()
