@@ -50,8 +50,8 @@ def _stamp_ns(header) -> int:
 class Probe(Node):
     """The sim's sensor -> command latencies and the nodes' tick timings, by sample stamp."""
 
-    def __init__(self) -> None:
-        super().__init__("graph_latency_probe")
+    def __init__(self, context) -> None:
+        super().__init__("graph_latency_probe", context=context)
         self.latency: Dict[int, float] = {}
         self.timing: Dict[str, List[float]] = {"mpc": [], "ik": []}
         self.tick_by_stamp: Dict[str, Dict[int, float]] = {"mpc": {}, "ik": {}}
@@ -137,25 +137,16 @@ def in_process_chain(ticks: int) -> np.ndarray:
     return np.asarray(out)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--stand", type=float, default=10.0, help="[s] standing measurement")
-    parser.add_argument("--steps", type=int, default=6, help="steps of the walking measurement")
-    parser.add_argument("--length", type=float, default=0.2, help="[m] step length")
-    parser.add_argument("--duration", type=float, default=1.1, help="[s] step duration")
-    parser.add_argument("--target", type=float, default=3.0, help="[ms] p99 target")
-    args = parser.parse_args()
-
-    chain = in_process_chain(400)
-    print(stats("in-process chain (baseline)", chain))
-    print(f"load average before start: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
-
+def measure(args: argparse.Namespace, label: str, extra_args: Dict[str, Sequence[str]]) -> Dict[str, float]:
+    """Start the graph (``extra_args`` per node), measure standing then walking; p99 [s] of each."""
+    print(f"\n== {label}: load average before start {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     logs = tempfile.mkdtemp(prefix="graph_latency_")
-    graph = GraphProcesses("talos", "kinematic", log_dir=logs).start()
-    rclpy.init()
-    probe = Probe()
-    client = rclpy.create_node("graph_latency_client")
-    executor = SingleThreadedExecutor()
+    graph = GraphProcesses("talos", "kinematic", log_dir=logs, extra_args=extra_args).start()
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    probe = Probe(context)
+    client = rclpy.create_node("graph_latency_client", context=context)
+    executor = SingleThreadedExecutor(context=context)
     executor.add_node(probe)
     executor.add_node(client)
     spinner = threading.Thread(target=executor.spin, daemon=True)
@@ -182,14 +173,44 @@ def main() -> int:
         executor.shutdown(timeout_sec=5.0)
         for node in (probe, client):
             node.destroy_node()
-        rclpy.try_shutdown()
+        context.try_shutdown()
         graph.stop()
+    scheduling = [line for name in ("sim", "mpc_planner", "ik")
+                  for line in (Path(logs) / f"{name}.log").read_text().splitlines()
+                  if "SCHED_FIFO" in line or "realtime_priority" in line]
+    print("\n".join(f"  {line.split('] ', 2)[-1]}" for line in scheduling) or "  normal scheduling")
+    print(f"  node logs: {logs}")
+    return p99
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stand", type=float, default=10.0, help="[s] standing measurement")
+    parser.add_argument("--steps", type=int, default=6, help="steps of the walking measurement")
+    parser.add_argument("--length", type=float, default=0.2, help="[m] step length")
+    parser.add_argument("--duration", type=float, default=1.1, help="[s] step duration")
+    parser.add_argument("--target", type=float, default=3.0, help="[ms] p99 target")
+    parser.add_argument("--no-baseline", action="store_true",
+                        help="skip the run with normal scheduling (realtime_priority 0 for every node)")
+    args = parser.parse_args()
+
+    chain = in_process_chain(400)
+    print(stats("in-process chain (baseline)", chain))
+    runs = {}
+    if not args.no_baseline:
+        normal = ["-p", "realtime_priority:=0"]
+        runs["normal scheduling"] = measure(args, "graph, normal scheduling (realtime_priority 0)",
+                                            {name: normal for name in ("sim", "mpc_planner", "ik")})
+    runs["config"] = measure(args, "graph, config/walk_mpc.yaml (realtime_priority per node)", {})
     chain_p99 = float(np.percentile(chain, 99))
-    for name, value in p99.items():
-        verdict = "holds" if value * 1e3 <= args.target else "missed"
-        print(f"{name}: p99 {value * 1e3:.2f} ms vs target {args.target:g} ms: {verdict}; graph / in-process "
-              f"chain p99 ratio {value / chain_p99:.1f}")
-    print(f"node logs: {logs}")
+    print()
+    for run, p99 in runs.items():
+        for name, value in p99.items():
+            verdict = "holds" if value * 1e3 <= args.target else "missed"
+            ratio = "" if run == "normal scheduling" or "normal scheduling" not in runs else (
+                f"; vs normal scheduling {value / runs['normal scheduling'][name]:.2f}x")
+            print(f"{run}, {name}: p99 {value * 1e3:.2f} ms vs target {args.target:g} ms: {verdict}; graph / "
+                  f"in-process chain p99 {value / chain_p99:.1f}x{ratio}")
     return 0
 
 
