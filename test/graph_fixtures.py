@@ -253,7 +253,7 @@ class GraphClient:
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
         from trajectory_msgs.msg import JointTrajectory
 
-        from walk_mpc.msg import ComReference, FootstepPlan, SensorState, WalkFeedback
+        from walk_mpc.msg import ComReference, FootstepPlan, SensorState, TickTiming, WalkFeedback
         from walk_mpc.tools.send_walk import walk_action_client
 
         self.control = control
@@ -275,6 +275,9 @@ class GraphClient:
         self.node.create_subscription(WalkFeedback, "walk/status", self._on_status, 200)
         self.node.create_subscription(JointTrajectory, "joint_trajectory", self._on_trajectory, 100)
         self.node.create_subscription(ComReference, "mpc/com_reference", self._on_reference, 100)
+        self.ik_reference_ticks = 0  # ik/timing of ticks on a reference (the chain sensor -> mpc -> ik is up)
+        self._reference_topic = self.node.resolve_topic_name("mpc/com_reference")
+        self.node.create_subscription(TickTiming, "ik/timing", self._on_ik_timing, 100)
         # One Walk action client for every goal: a client created per goal can lose the server's answer
         # (the server discovers the new client's reply reader too late), see send_walk.
         self.action_client = walk_action_client(self.node)
@@ -317,6 +320,12 @@ class GraphClient:
             self.trajectory_count += 1
             self._cv.notify_all()
 
+    def _on_ik_timing(self, msg) -> None:
+        if msg.status == 0 and msg.trigger == self._reference_topic:
+            with self._cv:
+                self.ik_reference_ticks += 1
+                self._cv.notify_all()
+
     def _on_reference(self, msg) -> None:
         with self._cv:
             self.reference_count += 1
@@ -341,11 +350,13 @@ class GraphClient:
         self.wait_until(lambda: self.sensor_count >= target, f"{count} {what}", timeout)
 
     def wait_ready(self, timeout: float = STARTUP_TIMEOUT) -> None:
-        """Wait until every node of the walking graph publishes (sim, walk_behavior, mpc_planner, ik)."""
+        """Wait until every node of the walking graph publishes (sim, walk_behavior, mpc_planner, ik) and
+        the ik ticks on the planner's references (a walk started before that link is up would stall)."""
         self.wait_until(lambda: self.sensor_count > 0 and self.plans and self.statuses
-                        and self.reference_count > 0 and self.trajectory_count > 0,
+                        and self.reference_count > 0 and self.trajectory_count > 0
+                        and self.ik_reference_ticks > 0,
                         "the graph (sensor_state, walk/plan, walk/status, mpc/com_reference, "
-                        "joint_trajectory)", timeout)
+                        "joint_trajectory, ik/timing of a tick on a reference)", timeout)
 
     def wait_standing(self, timeout: float = 10.0) -> object:
         """Wait for a walk/status with behavior STAND received from now on; returns it."""
@@ -653,12 +664,12 @@ def scenario_ik_restart(client: GraphClient, control: GraphControl) -> None:
     client.wait_standing()
     code = control.stop("ik", signal.SIGKILL)
     assert code == -signal.SIGKILL, code
-    before = client.trajectory_count
+    before, ticks = client.trajectory_count, client.ik_reference_ticks
     control.start("ik")
     # 25 commands (0.5 s at 50 Hz) after the restart: more than the killed process could have left in
-    # flight, so the new process publishes.
-    client.wait_until(lambda: client.trajectory_count >= before + 25, "joint_trajectory after the IK restart",
-                      STARTUP_TIMEOUT)
+    # flight, so the new process publishes; and the new process ticks on the planner's references.
+    client.wait_until(lambda: client.trajectory_count >= before + 25 and client.ik_reference_ticks > ticks,
+                      "joint_trajectory and ik ticks on references after the IK restart", STARTUP_TIMEOUT)
     outcome, _ = client.walk(client.forward_steps(2))
     assert outcome.succeeded, f"{outcome}\n{control.diagnose()}"
     assert outcome.last_completed_step_index == 2, outcome

@@ -43,54 +43,37 @@ RECORDED_TOPICS = [
     ("mpc/com_reference", ComReference, 100),
     ("mpc/timing", TickTiming, 100),
     ("ik/timing", TickTiming, 100),
+    ("sim/latency", TickTiming, 100),
     ("joint_trajectory", JointTrajectory, 100),
     ("sim/fall", Bool, LATCHED_QOS),
 ]
 
 
-def _stamp_ns(header) -> int:
-    return header.stamp.sec * 1_000_000_000 + header.stamp.nanosec
-
-
 class LoopMonitor(Node):
-    """Collects per-tick timings and the sensor -> joint command latency (receive times in this process)."""
+    """Collects per-tick timings and the sensor -> joint command latency (measured by the sim node: from
+    publishing a SensorState to receiving the JointTrajectory computed from it, ``sim/latency``)."""
 
     def __init__(self, **kwargs) -> None:
         super().__init__("walk_mpc_demo_monitor", **kwargs)
         self.timing: Dict[str, List[float]] = {"mpc": [], "ik": [], "mpc_tick": [], "ik_tick": []}
-        self.sensor_received: Dict[int, float] = {}
         self.latency: List[float] = []
-        self.sensor_count = 0
-        self.reference_count = 0
+        self.ik_reference_ticks = 0  # ik ticks on a reference: the chain sensor -> planner -> ik is up
+        self._reference_topic = self.resolve_topic_name("mpc/com_reference")
         self._lock = threading.Lock()
-        self.create_subscription(SensorState, "sensor_state", self._on_sensor, 1000)
-        self.create_subscription(JointTrajectory, "joint_trajectory", self._on_command, 100)
-        self.create_subscription(ComReference, "mpc/com_reference", self._on_reference, 100)
         self.create_subscription(TickTiming, "mpc/timing", lambda m: self._on_timing("mpc", m), 100)
         self.create_subscription(TickTiming, "ik/timing", lambda m: self._on_timing("ik", m), 100)
+        self.create_subscription(TickTiming, "sim/latency", self._on_latency, 100)
 
-    def _on_sensor(self, msg: SensorState) -> None:
+    def _on_latency(self, msg: TickTiming) -> None:
         with self._lock:
-            self.sensor_count += 1
-            self.sensor_received[_stamp_ns(msg.header)] = time.monotonic()
-            if len(self.sensor_received) > 2000:
-                self.sensor_received.pop(next(iter(self.sensor_received)))
-
-    def _on_reference(self, msg: ComReference) -> None:
-        with self._lock:
-            self.reference_count += 1
-
-    def _on_command(self, msg: JointTrajectory) -> None:
-        now = time.monotonic()
-        with self._lock:
-            sent = self.sensor_received.get(_stamp_ns(msg.header))
-            if sent is not None:
-                self.latency.append(now - sent)
+            self.latency.append(msg.tick_time)
 
     def _on_timing(self, name: str, msg: TickTiming) -> None:
         with self._lock:
             self.timing[name].append(msg.solve_time)
             self.timing[f"{name}_tick"].append(msg.tick_time)
+            if name == "ik" and msg.status == 0 and msg.trigger == self._reference_topic:
+                self.ik_reference_ticks += 1
 
 
 def _stats(values: Sequence[float]) -> str:
@@ -158,7 +141,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         # The loop is closed when the planner's references have flowed for a while (0.5 s) and the IK
         # answers them (sim -> mpc_planner -> ik).
         deadline = time.monotonic() + 60.0
-        while not (monitor.reference_count >= 25 and monitor.latency):
+        # Walk once the whole loop runs: the ik ticks on the planner's references and the sim measures
+        # commands (DDS discovery of a link can take seconds; a walk started before would stall).
+        while not (monitor.ik_reference_ticks >= 25 and monitor.latency):
             if graph.failed() or time.monotonic() > deadline:
                 raise RuntimeError(f"the graph did not start (exited: {graph.failed()}); see the node logs")
             time.sleep(0.05)  # polling counters filled by the executor thread
@@ -184,7 +169,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(f"  MPC tick (msg in->out)  {_stats(monitor.timing['mpc_tick'])}")
     print(f"  IK  both solutions      {_stats(monitor.timing['ik'])}")
     print(f"  IK  tick (msg in->out)  {_stats(monitor.timing['ik_tick'])}")
-    print(f"  sensor -> joint command {_stats(monitor.latency)}  (through sim -> mpc_planner -> ik over DDS)")
+    print(f"  sensor -> joint command {_stats(monitor.latency)}  (sim -> mpc_planner -> ik -> sim over DDS, "
+          "measured by the sim: sim/latency)")
     print(f"Recording: {mcap_path} ({recorder.recorder.count} messages)")
     try:
         from walk_mpc.tools.plot_walk import plot, read_recording

@@ -23,7 +23,9 @@ Topics (relative names, QoS reliable depth 10 unless said):
   - ``joint_states`` (``sensor_msgs/JointState``, if ``publish_joint_states``): the first point,
     stamped at the reference's stamp + T (the instant it is to be reached);
   - ``ik/timing`` (``TickTiming``): ``solve_time`` of both solutions, ``tick_time`` of the
-    callback, ``status`` (:data:`STATUS_OK` or one of the failure codes below);
+    callback, ``status`` (:data:`STATUS_OK` or one of the failure codes below), ``trigger`` (the resolved
+    ``mpc/com_reference`` for a tick on a reference, ``sensor_state`` for one holding the posture without
+    references: a client can wait for the whole chain sensor -> planner -> ik before walking);
 
 * subscribes ``sensor_state`` (``SensorState``, best effort): the measured joint angles (and the base pose
   when ``base_estimate_valid``). They initialise the IK's model configuration, and at each support change
@@ -296,8 +298,12 @@ class IKNode(GraphNode):
                             if p.publish_joint_states else None)
         self._timing_pub = self.create_publisher(TickTiming, p.timing_topic, qos)
         self.create_subscription(FootstepPlan, p.plan_topic, self._on_plan, plan_qos)
-        self.create_subscription(ComReference, p.reference_topic, self._on_reference, stream_input_qos())
-        self.create_subscription(SensorState, p.sensor_topic, self._on_sensor_state, stream_input_qos())
+        reference_sub = self.create_subscription(ComReference, p.reference_topic, self._on_reference,
+                                                 stream_input_qos())
+        sensor_sub = self.create_subscription(SensorState, p.sensor_topic, self._on_sensor_state,
+                                              stream_input_qos())
+        #: TickTiming.trigger per tick source: the resolved input topic.
+        self._triggers = {"reference": reference_sub.topic_name, "sensor": sensor_sub.topic_name}
         self.create_service(ExecGesture, "ik/exec_gesture", self._on_exec_gesture)
         self.create_service(SetGestureEffect, "ik/set_gesture_effect", self._on_set_gesture_effect)
         self.get_logger().info(
@@ -523,7 +529,7 @@ class IKNode(GraphNode):
             self._last_reference_ns = now
             self._tick(now, times, coms, start)
         except _Hold as hold:
-            self._hold(now, hold.status, str(hold), start)
+            self._hold(now, hold.status, str(hold), start, "reference")
 
     def _parse_reference(self, msg: ComReference) -> tuple[list[float], list[np.ndarray]]:
         """The first two (time [s], CoM [m]) of a reference, validated; raises _Hold otherwise."""
@@ -555,7 +561,7 @@ class IKNode(GraphNode):
                             f"{self.params.reference_timeout} s during a walk")
             self._tick(now, times, [None, None], start, source="sensor")
         except _Hold as hold:
-            self._hold(now, hold.status, str(hold), start)
+            self._hold(now, hold.status, str(hold), start, "sensor")
 
     def _tick(self, now: int, times: list[float], coms: list, start: float,
               source: str = "reference") -> None:
@@ -567,6 +573,11 @@ class IKNode(GraphNode):
         """
         if source == "sensor" and self._tick_source != "sensor":
             self._standing = None
+        if source != self._tick_source:  # the reference stream started, stopped or resumed
+            self.get_logger().info(
+                f"ticking on '{self.params.reference_topic}' references" if source == "reference" else
+                f"ticking on '{self.params.sensor_topic}' (no '{self.params.reference_topic}' for "
+                f"{self.params.reference_timeout} s): holding the posture")
         self._tick_source = source
         t = self._plan_time(now)
         walking = self._walking_at(t)
@@ -599,7 +610,7 @@ class IKNode(GraphNode):
         self._command = positions[0]
         self._last_tick_ns = now
         self._publish(now, times, positions, velocities)
-        self._publish_timing(now, STATUS_OK, first.solve_time + second.solve_time, start)
+        self._publish_timing(now, STATUS_OK, first.solve_time + second.solve_time, start, source)
 
     def _correct_support(self, t: float, sample: tuple) -> None:
         """The shared support-foot correction policy on this tick's sample."""
@@ -628,7 +639,7 @@ class IKNode(GraphNode):
                             f"iterations, largest residual {worst[0]} {worst[1]:.3g})")
         return first, second
 
-    def _hold(self, now: int, status: int, reason: str, start: float) -> None:
+    def _hold(self, now: int, status: int, reason: str, start: float, source: str) -> None:
         """Republish the last command (no jump), report ``status`` and log ``reason`` (throttled)."""
         self.get_logger().warning(f"holding the last command: {reason}", throttle_duration_sec=WARNING_PERIOD)
         period = self.params.control_period
@@ -636,7 +647,7 @@ class IKNode(GraphNode):
         zero = np.zeros_like(held)
         self._last_tick_ns = now
         self._publish(now, [period, 2.0 * period], [held, held], [zero, zero])
-        self._publish_timing(now, status, 0.0, start)
+        self._publish_timing(now, status, 0.0, start, source)
 
     # ------------------------------------------------------------------ outputs
     def _publish(self, now: int, times, positions, velocities) -> None:
@@ -659,8 +670,9 @@ class IKNode(GraphNode):
             state.velocity = trajectory.points[0].velocities
             self._states_pub.publish(state)
 
-    def _publish_timing(self, now: int, status: int, solve_time: float, start: float) -> None:
-        timing = TickTiming(component="ik", solve_time=float(solve_time), status=int(status))
+    def _publish_timing(self, now: int, status: int, solve_time: float, start: float, source: str) -> None:
+        timing = TickTiming(component="ik", solve_time=float(solve_time), status=int(status),
+                            trigger=self._triggers[source])
         timing.header.stamp = time_msg(now)
         timing.tick_time = time.perf_counter() - start
         self._timing_pub.publish(timing)

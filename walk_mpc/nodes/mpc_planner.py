@@ -248,7 +248,8 @@ class MpcPlannerNode(GraphNode):
         self._zmp_path_pub = self.create_publisher(Path, p.zmp_path_topic, qos)
         self._markers_pub = self.create_publisher(MarkerArray, p.markers_topic, qos)
         self.create_subscription(FootstepPlan, p.plan_topic, self._on_plan, plan_qos)
-        self.create_subscription(SensorState, p.sensor_topic, self._on_sensor_state, stream_input_qos())
+        self._sensor_sub = self.create_subscription(SensorState, p.sensor_topic, self._on_sensor_state,
+                                                    stream_input_qos())
         # Previews are published by this one-shot timer after the tick, not on the reference's critical path.
         self._preview_timer = self.create_timer(PREVIEW_DELAY, self._on_preview_timer)
         self._preview_timer.cancel()
@@ -396,7 +397,8 @@ class MpcPlannerNode(GraphNode):
         self._reference_pub.publish(reference)
 
     def _publish_timing(self, now: int, status: int, solve_time: float, start: float) -> None:
-        timing = TickTiming(component="mpc", solve_time=float(solve_time), status=int(status))
+        timing = TickTiming(component="mpc", solve_time=float(solve_time), status=int(status),
+                            trigger=self._sensor_sub.topic_name)
         timing.header.stamp = time_msg(now)
         timing.header.frame_id = self.params.frame_id
         timing.tick_time = time.perf_counter() - start
