@@ -40,7 +40,7 @@ from rclpy.node import Node  # noqa: E402
 from walk_mpc.core import footsteps  # noqa: E402
 from walk_mpc.msg import TickTiming  # noqa: E402
 from walk_mpc.tools.launch_graph import GraphProcesses  # noqa: E402
-from walk_mpc.tools.send_walk import DEFAULT_FEET, current_feet, send_walk  # noqa: E402
+from walk_mpc.tools.send_walk import DEFAULT_FEET, current_feet, send_walk, walk_action_client  # noqa: E402
 
 
 def _stamp_ns(header) -> int:
@@ -146,6 +146,7 @@ def measure(args: argparse.Namespace, label: str, extra_args: Dict[str, Sequence
     rclpy.init(context=context)
     probe = Probe(context)
     client = rclpy.create_node("graph_latency_client", context=context)
+    walk_client = walk_action_client(client)  # discovered by the server long before the goal
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(probe)
     executor.add_node(client)
@@ -166,7 +167,7 @@ def measure(args: argparse.Namespace, label: str, extra_args: Dict[str, Sequence
         steps = footsteps.walk_forward(left, right, args.length * (args.steps - 1), args.length, width=0.17,
                                        duration=args.duration)
         mark = probe.mark()
-        outcome = send_walk(client, steps, server_timeout=60.0, result_timeout=120.0)
+        outcome = send_walk(client, steps, server_timeout=60.0, result_timeout=120.0, client=walk_client)
         p99["walking"] = report(f"walking ({len(steps)} steps, succeeded {outcome.succeeded})",
                                 probe.window(mark))
     finally:

@@ -34,7 +34,7 @@ from walk_mpc.msg import ComReference, FootstepPlan, SensorState, TickTiming, Wa
 from walk_mpc.nodes._common import LATCHED_QOS
 from walk_mpc.tools.launch_graph import GraphProcesses
 from walk_mpc.tools.recorder import RecorderNode
-from walk_mpc.tools.send_walk import DEFAULT_FEET, current_feet, format_outcome, send_walk
+from walk_mpc.tools.send_walk import DEFAULT_FEET, current_feet, format_outcome, send_walk, walk_action_client
 
 RECORDED_TOPICS = [
     ("sensor_state", SensorState, 1000),
@@ -138,11 +138,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     spinner.start()
     code = 1
     try:
-        # The loop is closed when the planner's references have flowed for a while (0.5 s) and the IK
-        # answers them (sim -> mpc_planner -> ik).
+        # The action client exists from the start, so the server has discovered it by the time the goal is
+        # sent (a client created just before its goal can lose the server's answer, see send_walk).
+        walk_client = walk_action_client(client)
         deadline = time.monotonic() + 60.0
-        # Walk once the whole loop runs: the ik ticks on the planner's references and the sim measures
-        # commands (DDS discovery of a link can take seconds; a walk started before would stall).
+        # Walk once the whole loop runs (0.5 s of it): the ik ticks on the planner's references and the sim
+        # measures commands (DDS discovery of a link can take seconds; a walk started before would stall).
         while not (monitor.ik_reference_ticks >= 25 and monitor.latency):
             if graph.failed() or time.monotonic() > deadline:
                 raise RuntimeError(f"the graph did not start (exited: {graph.failed()}); see the node logs")
@@ -154,7 +155,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"Sending goal: {len(steps)} steps of {args.length} m, {args.duration} s each "
               f"(as: ros2 action send_goal walk walk_mpc/action/Walk '{{steps: [...]}}' --feedback)")
         outcome = send_walk(client, steps, on_feedback=Progress(len(steps)), server_timeout=60.0,
-                            result_timeout=args.timeout)
+                            result_timeout=args.timeout, client=walk_client)
         print(format_outcome(outcome))
         code = 0 if outcome.succeeded else 1
     finally:
