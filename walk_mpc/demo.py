@@ -6,8 +6,9 @@
    t_step_rem), then the result.
 3. Records the graph's topics to ``walk.mcap`` (ROS 2 CDR; Foxglove, ``ros2 bag``) and plots ``walk.png``
    (CoM, ZMP planned and measured, footsteps and support polygons).
-4. Prints loop timing: MPC and IK time per control tick, and the sensor -> joint command latency through the
-   graph (median, p99).
+4. Prints loop timing during the walk: MPC and IK time per control tick, and the sensor -> joint command
+   latency through the graph as the sim measures it (median, p99); then the latency before the walk
+   (graph start-up) on its own line.
 
     python -m walk_mpc.demo [--sim kinematic|mujoco] [--steps 10] [--length 0.2] [--out-dir .]
 """
@@ -63,6 +64,18 @@ class LoopMonitor(Node):
         self.create_subscription(TickTiming, "mpc/timing", lambda m: self._on_timing("mpc", m), 100)
         self.create_subscription(TickTiming, "ik/timing", lambda m: self._on_timing("ik", m), 100)
         self.create_subscription(TickTiming, "sim/latency", self._on_latency, 100)
+
+    def mark(self) -> tuple:
+        """Current sizes of the series (see :meth:`since`)."""
+        with self._lock:
+            return len(self.latency), {name: len(values) for name, values in self.timing.items()}
+
+    def since(self, mark: tuple) -> Dict[str, List[float]]:
+        """Every series (timings and ``latency``) from ``mark`` on."""
+        with self._lock:
+            series = {name: list(values[mark[1][name]:]) for name, values in self.timing.items()}
+            series["latency"] = list(self.latency[mark[0]:])
+            return series
 
     def _on_latency(self, msg: TickTiming) -> None:
         with self._lock:
@@ -137,6 +150,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     spinner = threading.Thread(target=executor.spin, daemon=True)
     spinner.start()
     code = 1
+    walk = None
     try:
         # The action client exists from the start, so the server has discovered it by the time the goal is
         # sent (a client created just before its goal can lose the server's answer, see send_walk).
@@ -154,8 +168,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                        duration=args.duration)
         print(f"Sending goal: {len(steps)} steps of {args.length} m, {args.duration} s each "
               f"(as: ros2 action send_goal walk walk_mpc/action/Walk '{{steps: [...]}}' --feedback)")
+        start = monitor.mark()
         outcome = send_walk(client, steps, on_feedback=Progress(len(steps)), server_timeout=60.0,
                             result_timeout=args.timeout, client=walk_client)
+        walk = monitor.since(start)
         print(format_outcome(outcome))
         code = 0 if outcome.succeeded else 1
     finally:
@@ -165,13 +181,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             node.destroy_node()
         rclpy.try_shutdown()
         graph.stop()
-    print("\nLoop timing (in the nodes, per control tick):")
-    print(f"  MPC solve               {_stats(monitor.timing['mpc'])}")
-    print(f"  MPC tick (msg in->out)  {_stats(monitor.timing['mpc_tick'])}")
-    print(f"  IK  both solutions      {_stats(monitor.timing['ik'])}")
-    print(f"  IK  tick (msg in->out)  {_stats(monitor.timing['ik_tick'])}")
-    print(f"  sensor -> joint command {_stats(monitor.latency)}  (sim -> mpc_planner -> ik -> sim over DDS, "
-          "measured by the sim: sim/latency)")
+    timing = walk if walk is not None else monitor.since((0, {name: 0 for name in monitor.timing}))
+    print("\nLoop timing during the walk (in the nodes, per control tick):")
+    print(f"  MPC solve               {_stats(timing['mpc'])}")
+    print(f"  MPC tick (msg in->out)  {_stats(timing['mpc_tick'])}")
+    print(f"  IK  both solutions      {_stats(timing['ik'])}")
+    print(f"  IK  tick (msg in->out)  {_stats(timing['ik_tick'])}")
+    print(f"  sensor -> joint command {_stats(timing['latency'])}  (sim -> mpc_planner -> ik -> sim over "
+          "DDS, measured by the sim: sim/latency)")
+    startup = monitor.latency[:len(monitor.latency) - len(timing["latency"])]
+    if startup:
+        print(f"  before the walk         {_stats(startup)}  (graph start-up)")
     print(f"Recording: {mcap_path} ({recorder.recorder.count} messages)")
     try:
         from walk_mpc.tools.plot_walk import plot, read_recording
