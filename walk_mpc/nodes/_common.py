@@ -134,8 +134,9 @@ def config_defaults(node_name: str, path: Optional[os.PathLike] = None) -> dict[
     return node_section(load_yaml(path), node_name, source=str(path))
 
 
-_ROS_BUILTIN_PARAMETERS = ("use_sim_time", "qos_overrides", "start_type_description_service",
-                           REALTIME_PRIORITY)
+#: Parameters of a node that are not fields of its dataclass: ROS's own, and the one GraphNode declares.
+_OTHER_NODE_PARAMETERS = ("use_sim_time", "qos_overrides", "start_type_description_service",
+                          REALTIME_PRIORITY)
 
 
 class DataclassParameters:
@@ -169,7 +170,7 @@ class DataclassParameters:
         start = f"{self._prefix}." if self._prefix else ""
         return sorted(name for name in overrides
                       if name.startswith(start) and name not in self._defaults
-                      and name.split(".")[0] not in _ROS_BUILTIN_PARAMETERS)
+                      and name.split(".")[0] not in _OTHER_NODE_PARAMETERS)
 
     def read(self) -> Any:
         """The dataclass built from the current parameter values.
@@ -251,7 +252,7 @@ def apply_realtime_priority(node: Node) -> Optional[int]:
 
     A control loop shares the CPUs with everything else on the machine; under the normal scheduler a node
     woken by a message waits behind any busy process. With SCHED_FIFO it runs as soon as it is runnable
-    (measured with benchmarks/graph_latency.py, 2 cores: sensor -> command p99 6.2 ms -> 2.9-4.4 ms).
+    (benchmarks/graph_latency.py, 2 cores, across runs: sensor -> command p99 6.2-7.3 ms -> 2.9-4.6 ms).
     Without permission (root, CAP_SYS_NICE or ``ulimit -r``), or off Linux, it logs a warning and the
     node runs with normal scheduling.
 
@@ -268,7 +269,10 @@ def apply_realtime_priority(node: Node) -> Optional[int]:
     threads = sorted(int(tid) for tid in os.listdir("/proc/self/task"))
     try:
         for tid in threads:
-            os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(priority))
+            try:
+                os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(priority))
+            except ProcessLookupError:
+                pass  # the thread ended since it was listed
     except OSError as exc:
         for tid in threads:  # all or nothing: no half-real-time process
             try:
