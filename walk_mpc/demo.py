@@ -70,11 +70,12 @@ class LoopMonitor(Node):
         with self._lock:
             return len(self.latency), {name: len(values) for name, values in self.timing.items()}
 
-    def since(self, mark: tuple) -> Dict[str, List[float]]:
-        """Every series (timings and ``latency``) from ``mark`` on."""
+    def since(self, mark: Optional[tuple] = None) -> Dict[str, List[float]]:
+        """Every series (timings and ``latency``) from ``mark`` on (None: all of it)."""
         with self._lock:
-            series = {name: list(values[mark[1][name]:]) for name, values in self.timing.items()}
-            series["latency"] = list(self.latency[mark[0]:])
+            latency_start, starts = mark if mark else (0, dict.fromkeys(self.timing, 0))
+            series = {name: list(values[starts[name]:]) for name, values in self.timing.items()}
+            series["latency"] = list(self.latency[latency_start:])
             return series
 
     def _on_latency(self, msg: TickTiming) -> None:
@@ -181,8 +182,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             node.destroy_node()
         rclpy.try_shutdown()
         graph.stop()
-    timing = walk if walk is not None else monitor.since((0, {name: 0 for name in monitor.timing}))
-    print("\nLoop timing during the walk (in the nodes, per control tick):")
+    timing = walk if walk is not None else monitor.since()
+    span = "during the walk" if walk is not None else "of the run"
+    print(f"\nLoop timing {span} (in the nodes, per control tick):")
     print(f"  MPC solve               {_stats(timing['mpc'])}")
     print(f"  MPC tick (msg in->out)  {_stats(timing['mpc_tick'])}")
     print(f"  IK  both solutions      {_stats(timing['ik'])}")
