@@ -1,0 +1,172 @@
+"""FastDispatchExecutor (walk_mpc.nodes._executor): same behaviour as rclpy's SingleThreadedExecutor for
+subscriptions, timers, services, guard conditions, callback errors and action servers; the node
+parameter ``fast_dispatch`` that selects it."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from ros_helpers import wait_until
+
+pytestmark = pytest.mark.ros
+
+
+@pytest.fixture
+def context():
+    import rclpy
+
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    yield ctx
+    ctx.try_shutdown()
+
+
+@pytest.fixture
+def spinning(context):
+    """Start ``executor.spin()`` in a thread; stop and join it at the end; errors of spin are kept."""
+    started = []
+
+    def start(executor):
+        errors = []
+
+        def body():
+            try:
+                executor.spin()
+            except Exception as exc:  # noqa: BLE001  (reported by the test)
+                errors.append(exc)
+
+        thread = threading.Thread(target=body, daemon=True)
+        thread.start()
+        started.append((executor, thread))
+        return errors
+
+    yield start
+    for executor, thread in started:
+        executor.shutdown(timeout_sec=2.0)
+        thread.join(5.0)
+        assert not thread.is_alive(), "the executor did not stop"
+
+
+def _node(context, name):
+    import rclpy
+
+    return rclpy.create_node(name, context=context)
+
+
+def test_supported_by_this_rclpy():
+    from walk_mpc.nodes._executor import fast_dispatch_supported
+
+    assert fast_dispatch_supported()
+
+
+def test_every_message_reaches_its_callback_in_order(context, spinning):
+    from std_msgs.msg import Int32
+
+    from walk_mpc.nodes._executor import FastDispatchExecutor
+
+    node, peer = _node(context, "fast_sub"), _node(context, "fast_pub")
+    received = []
+    node.create_subscription(Int32, "numbers", lambda msg: received.append(msg.data), 500)
+    publisher = peer.create_publisher(Int32, "numbers", 500)
+    executor = FastDispatchExecutor(context=context)
+    executor.add_node(node)
+    errors = spinning(executor)
+    wait_until(lambda: publisher.get_subscription_count() == 1, "the subscription to match")
+    for i in range(200):
+        publisher.publish(Int32(data=i))
+    wait_until(lambda: len(received) == 200, lambda: f"200 messages (got {len(received)})")
+    assert received == list(range(200))
+    assert not errors
+    assert not executor._fallback
+
+
+def test_timers_services_and_message_info_callbacks_run(context, spinning):
+    from rclpy.executors import SingleThreadedExecutor
+    from std_msgs.msg import Int32
+
+    from walk_mpc.nodes._executor import FastDispatchExecutor
+    from walk_mpc.srv import ResetWheelContact as Trigger
+
+    node, peer = _node(context, "fast_node"), _node(context, "fast_peer")
+    ticks, infos = [], []
+    node.create_timer(0.01, lambda: ticks.append(1))
+    node.create_subscription(Int32, "with_info", lambda msg, info: infos.append((msg.data, info)), 10)
+
+    def answer(request, response):
+        response.success, response.message = True, f"after {len(ticks)} ticks"
+        return response
+
+    node.create_service(Trigger, "ping", answer)
+    executor = FastDispatchExecutor(context=context)
+    executor.add_node(node)
+    spinning(executor)
+    client_executor = SingleThreadedExecutor(context=context)
+    client_executor.add_node(peer)
+    spinning(client_executor)
+    wait_until(lambda: len(ticks) >= 5, "5 timer callbacks")
+    client = peer.create_client(Trigger, "ping")
+    assert client.wait_for_service(timeout_sec=10.0)
+    future = client.call_async(Trigger.Request())
+    wait_until(future.done, "the service answer")
+    assert future.result().success and future.result().message.startswith("after ")
+    publisher = peer.create_publisher(Int32, "with_info", 10)
+    wait_until(lambda: publisher.get_subscription_count() == 1, "the subscription to match")
+    publisher.publish(Int32(data=7))
+    wait_until(lambda: infos, "the message with its info")
+    assert infos[0][0] == 7 and infos[0][1] is not None
+
+
+def test_a_callback_error_ends_spin_like_the_base_executor(context, spinning):
+    from std_msgs.msg import Int32
+
+    from walk_mpc.nodes._executor import FastDispatchExecutor
+
+    node, peer = _node(context, "fast_failing"), _node(context, "fast_sender")
+
+    def fail(msg):
+        raise ValueError(f"bad {msg.data}")
+
+    node.create_subscription(Int32, "bad", fail, 10)
+    publisher = peer.create_publisher(Int32, "bad", 10)
+    executor = FastDispatchExecutor(context=context)
+    executor.add_node(node)
+    errors = spinning(executor)
+    wait_until(lambda: publisher.get_subscription_count() == 1, "the subscription to match")
+    publisher.publish(Int32(data=3))
+    wait_until(lambda: errors, "spin to raise")
+    assert isinstance(errors[0], ValueError) and "bad 3" in str(errors[0])
+
+
+def test_a_node_with_an_action_server_runs_on_the_base_machinery(context, spinning):
+    from rclpy.action import ActionServer
+    from std_msgs.msg import Int32
+
+    from walk_mpc.action import Walk
+    from walk_mpc.nodes._executor import FastDispatchExecutor
+
+    node = _node(context, "fast_action")
+    received = []
+    node.create_subscription(Int32, "numbers_too", lambda msg: received.append(msg.data), 10)
+    ActionServer(node, Walk, "walk_test", lambda handle: Walk.Result())
+    executor = FastDispatchExecutor(context=context)
+    executor.add_node(node)
+    executor.spin_once(timeout_sec=0.0)
+    assert executor._fallback
+
+
+def test_node_parameter_selects_the_executor(context):
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.parameter import Parameter
+
+    from walk_mpc.core.errors import ParameterError
+    from walk_mpc.nodes._common import FAST_DISPATCH, GraphNode, make_executor
+    from walk_mpc.nodes._executor import FastDispatchExecutor
+
+    default = GraphNode("fast_default", context=context)
+    assert type(make_executor(default)) is FastDispatchExecutor
+    off = GraphNode("fast_off", context=context, parameter_overrides=[Parameter(FAST_DISPATCH, value=False)])
+    assert type(make_executor(off)) is SingleThreadedExecutor
+    bad = GraphNode("fast_bad", context=context, parameter_overrides=[Parameter(FAST_DISPATCH, value="yes")])
+    with pytest.raises(ParameterError, match="fast_dispatch.*true .*or false"):
+        make_executor(bad)
