@@ -31,7 +31,8 @@ Topics (relative names, QoS reliable depth 10 unless said):
   when ``base_estimate_valid``). They initialise the IK's model configuration, and at each support change
   of the walk (the set of stance feet differs from the previous tick's, seed 001) the model's joint
   angles (and base, when estimated) are re-synchronised with the measurement of the reference's
-  stamp (else the latest one) before solving.
+  stamp (else the latest one) before solving. Between support changes the solution at T starts from the
+  previous tick's solution at 2T (the same instant), the one at 2T from the solution at T.
 
 Support-foot correction (seed 001): the walking targets come from the timeline corrected by
 :class:`~walk_mpc.core.support_correction.SupportCorrector`, the policy the mpc_planner node applies
@@ -267,6 +268,7 @@ class IKNode(GraphNode):
         self._timeout_ns = int(round(params.reference_timeout * 1e9))
 
         self._q: Optional[np.ndarray] = None  # model configuration: the posture commanded for now
+        self._q_ahead: Optional[np.ndarray] = None  # the last tick's solution at 2T: this tick's T
         self._initialised_measured = False  # the model was initialised from a sensor sample
         self._latest_sample_ns = 0  # stamp of the newest SensorState [ns]
         self._grace_until_ns = 0  # no staleness reported before this sensor time [ns] (a walk just started)
@@ -336,6 +338,7 @@ class IKNode(GraphNode):
             source = "the reference posture (until the first sensor sample)"
         self._initialised_measured = self._measured_joints is not None
         self._q = q
+        self._q_ahead = None
         self._command = self._positions(q)
         self.get_logger().info(f"model initialised from {source}")
 
@@ -573,6 +576,7 @@ class IKNode(GraphNode):
         """
         if source == "sensor" and self._tick_source != "sensor":
             self._standing = None
+            self._q_ahead = None  # hold the posture commanded now, not the one planned for later
         if source != self._tick_source:  # the reference stream started, stopped or resumed
             self.get_logger().info(
                 f"ticking on '{self.params.reference_topic}' references" if source == "reference" else
@@ -596,7 +600,9 @@ class IKNode(GraphNode):
                 stance = tuple(range(len(self.robot.foot_frames)))  # every foot on the ground
         except WalkMpcError as exc:
             raise _Hold(STATUS_TARGETS_ERROR, f"cannot build the IK targets: {exc}") from None
-        q_init = self._q
+        # Initial guess: the last tick's solution at 2T, the posture planned for this tick's T (0-1
+        # Gauss-Newton steps instead of 2 while walking); the measured configuration at a support change.
+        q_init = self._q if self._q_ahead is None else self._q_ahead
         if self._stance is not None and stance != self._stance and self._measured_joints is not None:
             q_init = self._measured_configuration(self._q, sample)  # support change: re-sync (seed 001)
             self.resyncs += 1
@@ -607,6 +613,7 @@ class IKNode(GraphNode):
         velocities = [(positions[1] - previous) / times[1],
                       (positions[1] - positions[0]) / (times[1] - times[0])]
         self._q = np.array(first.q)
+        self._q_ahead = np.array(second.q)
         self._command = positions[0]
         self._last_tick_ns = now
         self._publish(now, times, positions, velocities)
