@@ -13,7 +13,9 @@ Printed: median, p90, p99, max of the latency; median, p90, p99 of the per-node 
 ``mpc/timing`` and ``ik/timing`` (message in -> last output in the node) and of the rest (latency minus
 both ticks: DDS hops, deserialisation, wake-ups); the load average. Baseline, in this process: the same
 chain's pure compute (``estimate_state`` + ``MpcPlanner.step`` + ``walk_targets`` at T and 2T +
-``IKSolver.solve_two``) over a Talos walk, so the DDS/ROS overhead is what remains.
+``IKSolver.solve_two``) over a Talos walk, so the DDS/ROS overhead is what remains. Three graph runs, one
+after the other: normal scheduling (``realtime_priority`` 0), the config with rclpy's SingleThreadedExecutor
+(``fast_dispatch`` false), the config as shipped; the last is compared with the other two.
 
     bash -c 'source tools/env.sh && source install/setup.bash && python -P benchmarks/graph_latency.py'
 """
@@ -41,6 +43,9 @@ from walk_mpc.core import footsteps  # noqa: E402
 from walk_mpc.msg import TickTiming  # noqa: E402
 from walk_mpc.tools.launch_graph import GraphProcesses  # noqa: E402
 from walk_mpc.tools.send_walk import DEFAULT_FEET, current_feet, send_walk, walk_action_client  # noqa: E402
+
+#: The graph's nodes (Talos, kinematic sim).
+NODES = ("sim", "mpc_planner", "ik", "walk_behavior")
 
 
 def _stamp_ns(header) -> int:
@@ -192,7 +197,8 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=1.1, help="[s] step duration")
     parser.add_argument("--target", type=float, default=3.0, help="[ms] p99 target")
     parser.add_argument("--no-baseline", action="store_true",
-                        help="skip the run with normal scheduling (realtime_priority 0 for every node)")
+                        help="skip the baseline runs: normal scheduling (realtime_priority 0 for every "
+                             "node), and rclpy's executor (fast_dispatch false for every node)")
     args = parser.parse_args()
 
     chain = in_process_chain(400)
@@ -202,14 +208,18 @@ def main() -> int:
         normal = ["-p", "realtime_priority:=0"]
         runs["normal scheduling"] = measure(args, "graph, normal scheduling (realtime_priority 0)",
                                             {name: normal for name in ("sim", "mpc_planner", "ik")})
+        standard = ["-p", "fast_dispatch:=false"]
+        runs["rclpy executor"] = measure(args, "graph, config with rclpy's SingleThreadedExecutor "
+                                         "(fast_dispatch false)", {name: standard for name in NODES})
     runs["config"] = measure(args, "graph, config/walk_mpc.yaml (realtime_priority per node)", {})
     chain_p99 = float(np.percentile(chain, 99))
     print()
     for run, p99 in runs.items():
         for name, value in p99.items():
             verdict = "holds" if value * 1e3 <= args.target else "missed"
-            ratio = "" if run == "normal scheduling" or "normal scheduling" not in runs else (
-                f"; vs normal scheduling {value / runs['normal scheduling'][name]:.2f}x")
+            ratio = "" if run != "config" else "".join(
+                f"; vs {base} {value / runs[base][name]:.2f}x"
+                for base in ("normal scheduling", "rclpy executor") if base in runs)
             print(f"{run}, {name}: p99 {value * 1e3:.2f} ms vs target {args.target:g} ms: {verdict}; graph / "
                   f"in-process chain p99 {value / chain_p99:.1f}x{ratio}")
     return 0
