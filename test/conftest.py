@@ -85,6 +85,17 @@ class NodeProcess:
 
 
 @pytest.fixture
+def context():
+    """A fresh rclpy context for an in-process test, shut down at its end."""
+    import rclpy
+
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    yield ctx
+    ctx.try_shutdown()
+
+
+@pytest.fixture
 def start_node(tmp_path):
     """Start ``python -m walk_mpc.nodes.<name> [args]`` processes; all stopped at teardown."""
     started: list[NodeProcess] = []

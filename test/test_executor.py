@@ -13,16 +13,6 @@ pytestmark = pytest.mark.ros
 
 
 @pytest.fixture
-def context():
-    import rclpy
-
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    yield ctx
-    ctx.try_shutdown()
-
-
-@pytest.fixture
 def spinning(context):
     """Start ``executor.spin()`` in a thread; stop and join it at the end; errors of spin are kept."""
     started = []

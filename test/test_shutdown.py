@@ -11,16 +11,6 @@ import pytest
 pytestmark = pytest.mark.ros
 
 
-@pytest.fixture
-def context():
-    import rclpy
-
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    yield ctx
-    ctx.try_shutdown()
-
-
 def test_interrupt_and_external_shutdown_are_shutdowns(context):
     from rclpy.executors import ExternalShutdownException
 
