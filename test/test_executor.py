@@ -160,3 +160,20 @@ def test_node_parameter_selects_the_executor(context):
     bad = GraphNode("fast_bad", context=context, parameter_overrides=[Parameter(FAST_DISPATCH, value="yes")])
     with pytest.raises(ParameterError, match="fast_dispatch.*true .*or false"):
         make_executor(bad)
+
+
+def test_a_subscription_created_while_spinning_is_served(context, spinning):
+    from std_msgs.msg import Int32
+
+    from walk_mpc.nodes._executor import FastDispatchExecutor
+
+    node, peer = _node(context, "fast_late"), _node(context, "fast_late_pub")
+    executor = FastDispatchExecutor(context=context)
+    executor.add_node(node)
+    spinning(executor)
+    received = []
+    node.create_subscription(Int32, "late", lambda msg: received.append(msg.data), 10)  # wakes the executor
+    publisher = peer.create_publisher(Int32, "late", 10)
+    wait_until(lambda: publisher.get_subscription_count() == 1, "the subscription to match")
+    publisher.publish(Int32(data=5))
+    wait_until(lambda: received == [5], lambda: f"the message on the new subscription (got {received})")

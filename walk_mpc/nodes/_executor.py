@@ -7,11 +7,12 @@ machine, with caches cold after the 10 ms between two sensor samples, that costs
 the sensor -> joint command path, which crosses three nodes.
 
 :class:`FastDispatchExecutor` keeps one wait set of the nodes' subscriptions, timers, services, clients and
-guard conditions, rebuilt only when that set changes. When a subscription is ready it takes the message and
-calls the callback directly (respecting callback groups); any other ready entity, and every
-``DRAIN_PERIOD`` the rest (QoS event handlers, tasks), is executed by the base executor's own machinery, so
-services, timers, futures and events behave exactly as with :class:`SingleThreadedExecutor`. Nodes that own
-other waitables (action servers and clients) make it behave as its base class.
+guard conditions, rebuilt only when that set changes (checked when a guard condition fires: rclpy wakes the
+executor whenever a node gains or loses an entity, and when a node is added or removed). When a subscription
+is ready it takes the message and calls the callback directly (respecting callback groups); any other ready
+entity, and every ``DRAIN_PERIOD`` the rest (QoS event handlers, tasks), is executed by the base executor's
+own machinery, so services, timers, futures and events behave exactly as with :class:`SingleThreadedExecutor`.
+Nodes that own other waitables (action servers and clients) make it behave as its base class.
 
 It uses rclpy's wait-set binding (``rclpy.impl.implementation_singleton``), present in every distribution
 since Foxy; :func:`fast_dispatch_supported` says whether this rclpy has it.
@@ -57,9 +58,10 @@ class FastDispatchExecutor(SingleThreadedExecutor):
     def __init__(self, *, context=None) -> None:
         super().__init__(context=context)
         self._key: Optional[tuple] = None
+        self._check_entities = True  # a guard condition fired (or first spin): the entities may have changed
         self._wait_set = None
         self._subscriptions: List[Any] = []
-        self._others: List[tuple] = []  # (kind, handle) of the non-subscription entities
+        self._adders: List[tuple] = []  # (wait-set adder, handle) of every entity, subscriptions first
         self._fallback = not fast_dispatch_supported()
         self._node_guards: List[Any] = []
         self._handles: List[Any] = []
@@ -75,32 +77,42 @@ class FastDispatchExecutor(SingleThreadedExecutor):
         timers = [t for node in nodes for t in node.timers]
         services = [s for node in nodes for s in node.services]
         clients = [c for node in nodes for c in node.clients]
-        guards = [g for node in nodes for g in node.guards]
-        guards += [g for g in (self._guard, self._sigint_gc) if g is not None]
+        self._node_guards = [g for node in nodes for g in node.guards]
+        guards = self._node_guards + [g for g in (self._guard, self._sigint_gc) if g is not None]
         self._fallback = not fast_dispatch_supported() or any(
             not isinstance(w, EventHandler) for node in nodes for w in node.waitables)
-        self._others = ([("timer", t.handle) for t in timers] + [("service", s.handle) for s in services]
-                        + [("client", c.handle) for c in clients]
-                        + [("guard_condition", g.handle) for g in guards])
-        self._node_guards = [g for node in nodes for g in node.guards]
-        self._handles = [sub.handle for sub in self._subscriptions] + [h for _, h in self._others]
-        self._handles.append(self._context.handle)
-        self._wait_set = None if self._fallback else _rclpy.WaitSet(
-            len(self._subscriptions), len(guards), len(timers), len(clients), len(services), 0,
-            self._context.handle)
+        if self._fallback:
+            self._wait_set = None
+            return
+        ws = self._wait_set = _rclpy.WaitSet(len(self._subscriptions), len(guards), len(timers), len(clients),
+                                             len(services), 0, self._context.handle)
+        self._adders = ([(ws.add_subscription, sub.handle) for sub in self._subscriptions]
+                        + [(ws.add_timer, t.handle) for t in timers]
+                        + [(ws.add_service, srv.handle) for srv in services]
+                        + [(ws.add_client, c.handle) for c in clients]
+                        + [(ws.add_guard_condition, g.handle) for g in guards])
+        self._handles = [handle for _, handle in self._adders] + [self._context.handle]
 
-    def spin_once(self, timeout_sec: Optional[float] = None) -> None:
+    def _refresh(self) -> None:
+        """Rebuild the wait set if the nodes or their entities changed."""
+        self._check_entities = False
         nodes = self.get_nodes()
         key = self._entity_key(nodes)
         if key != self._key:
             self._key = key
             self._rebuild(nodes)
+
+    def spin_once(self, timeout_sec: Optional[float] = None) -> None:
+        if self._check_entities:
+            self._refresh()
         if self._fallback:
+            self._check_entities = True  # the base executor sees every change itself; follow it cheaply
             return super().spin_once(timeout_sec)
         now = time.monotonic()
         if now >= self._next_drain:
             self._drain()
             self._next_drain = now + DRAIN_PERIOD
+            self._check_entities = True  # and, as often, make sure no change went unseen
         wait_s = self._next_drain - now if timeout_sec is None or timeout_sec < 0 else min(
             timeout_sec, self._next_drain - now)
         ready = self._wait(max(0.0, wait_s))
@@ -123,13 +135,12 @@ class FastDispatchExecutor(SingleThreadedExecutor):
                 handle.__enter__()
                 entered += 1
             ws.clear_entities()
-            for sub in self._subscriptions:
-                ws.add_subscription(sub.handle)
-            for kind, handle in self._others:
-                getattr(ws, f"add_{kind}")(handle)
+            for add, handle in self._adders:
+                add(handle)
             ws.wait(int(timeout_s * 1e9))
-        except InvalidHandle:  # an entity was destroyed: rebuild the wait set next time
+        except InvalidHandle:  # an entity was destroyed: rebuild the wait set
             self._key = None
+            self._check_entities = True
             return None
         finally:
             for handle in reversed(handles[:entered]):
@@ -138,6 +149,8 @@ class FastDispatchExecutor(SingleThreadedExecutor):
             return None
         ready_subs = ws.get_ready_entities("subscription")
         subscriptions = [sub for sub in self._subscriptions if sub.handle.pointer in ready_subs]
+        if ws.get_ready_entities("guard_condition"):
+            self._check_entities = True
         others = any(ws.get_ready_entities(kind) for kind in _OTHER_KINDS)
         return subscriptions, others
 
