@@ -10,6 +10,7 @@ from walk_mpc.core.step import Foot
 from walk_mpc.core.support_correction import (
     SupportCorrectionParameters,
     SupportCorrector,
+    _replace,
     anchor_foot,
     corrected_timeline,
     last_touchdown,
@@ -108,6 +109,29 @@ def test_shifting_later_steps_translates_them_by_each_correction():
         x, y, _ = before.position
         assert after.position == pytest.approx((x + 0.003, y - 0.002, 0.0005))
     assert corrector.timeline.phases[0].right.position[2] == pytest.approx(0.0005)  # measured height
+
+
+@pytest.mark.parametrize("shift", [False, True])
+def test_the_corrected_timeline_is_the_corrections_applied_one_by_one(shift):
+    # The corrector builds one Timeline per correction (not one per correction so far): the result must be
+    # the plan with each correction applied in turn, start poses included, over a whole walk and a plan
+    # extended mid-walk.
+    timeline = plan(1.0)
+    corrector = SupportCorrector(SupportCorrectionParameters(shift_later_steps=shift, measured_height=True))
+    corrector.set_plan(plan(0.6))
+    robot = Robot(corrector)
+    tick_through(corrector, robot, liftoff(timeline, 3) + 0.1)
+    corrector.set_plan(timeline)
+    for k in range(int(round((liftoff(timeline, 3) + 0.12) / 0.02)), int(round(timeline.t_end / 0.02)) + 1):
+        robot.t = k * 0.02
+        corrector.observe(robot.t, robot)
+    assert len(corrector.corrections) == len(timeline.steps) + 1
+    expected = timeline
+    for c in corrector.corrections:
+        index = c.step_index if c.step_index else None
+        expected = _replace(expected, c.foot, index, c.measured, shift)
+    assert corrector.timeline.phases == expected.phases
+    assert corrector.timeline.steps == expected.steps
 
 
 def test_a_longer_plan_of_the_same_walk_keeps_the_corrections_and_a_new_walk_drops_them():

@@ -278,13 +278,36 @@ class SupportCorrector:
         return correction
 
     def _rebuild(self) -> None:
-        timeline = self._plan
-        indices = {s.step_index for s in timeline.steps}
+        """The plan with every correction applied in order, as one new Timeline (one construction,
+        whatever the number of corrections)."""
+        plan = self._plan
+        if not self._corrections:
+            self._timeline = plan
+            return
+        first = plan.phases[0]
+        starts = {Foot.LEFT: first.left, Foot.RIGHT: first.right}
+        steps = plan.steps
+        poses = [(s.position, s.yaw) for s in steps]  # (position, yaw) of each step, corrected in place
+        slot = {s.step_index: k for k, s in enumerate(steps)}
+        shift = self.params.shift_later_steps
         for c in self._corrections:
-            index = c.step_index if c.step_index in indices else None
-            timeline = _replace(timeline, c.foot, index, c.measured, self.params.shift_later_steps)
-        self._timeline = timeline
-
+            k = slot.get(c.step_index)
+            measured = (tuple(c.measured.position), c.measured.yaw)
+            if k is None:
+                planned = starts[c.foot].position
+                starts[c.foot] = c.measured
+                later = range(len(steps))
+            else:
+                planned = poses[k][0]
+                poses[k] = measured
+                later = range(k + 1, len(steps))
+            if shift:
+                offset = [m - p for m, p in zip(c.measured.position, planned)]
+                for i in later:
+                    poses[i] = (tuple(v + d for v, d in zip(poses[i][0], offset)), poses[i][1])
+        corrected = [s if pose == (s.position, s.yaw) else s.replace(position=pose[0], yaw=pose[1])
+                     for s, pose in zip(steps, poses)]
+        self._timeline = Timeline(starts[Foot.LEFT], starts[Foot.RIGHT], corrected, plan.timing, plan.t0)
 
 __all__ = ["POSE_TOLERANCE", "SupportCorrection", "SupportCorrectionParameters", "SupportCorrector",
            "anchor_foot", "corrected_timeline", "last_touchdown"]
