@@ -425,32 +425,40 @@ def test_in_process_the_stance_foot_is_targeted_at_its_measured_pose_from_the_li
     from walk_mpc.msg import SensorState
     from walk_mpc.nodes.conversions import plan_to_msg
 
-    context, node, published, statuses = in_process_ik(talos)
-    try:
-        timeline = walk_timeline()
-        node._on_plan(plan_to_msg(timeline, 1, True, stamp_of(PLAN_STAMP)))
-        # The robot stands 3 mm ahead and 2 mm left of where the plan starts (measured base estimate).
-        q = talos.reference_configuration()
-        offset = np.array([0.003, 0.002, 0.0])
-        liftoff = timeline.phases[1].t_start
-        for k in range(int(round((liftoff + 0.1) / T))):
-            t = k * T
-            sensor = SensorState(joint_names=list(talos.joint_names),
-                                 joint_pos=talos.actuated_positions(q).tolist(), base_estimate_valid=True)
-            sensor.header.stamp = stamp_of(PLAN_STAMP + t)
-            p = sensor.base_pose.position
-            p.x, p.y, p.z = map(float, q[0:3] + offset)
-            o = sensor.base_pose.orientation
-            o.x, o.y, o.z, o.w = map(float, q[3:7])
-            node._last_reference_ns = int(round((PLAN_STAMP + t) * 1e9))  # references flowing
-            node._on_sensor_state(sensor)
-            node._on_reference(reference_msg(timeline, t))
-        assert all(status == 0 for status in statuses)
-        right = talos.foot_poses(q)[talos.right_foot_frame][0] + offset  # the stance foot of step 1
-        corrected = node._timeline.phases[0].right
-        np.testing.assert_allclose(corrected.position[:2], right[:2], atol=1e-9)
-        assert corrected.position[2] == timeline.phases[0].right.position[2]  # planned height
-        assert node._timeline.steps == timeline.steps  # the swing foot keeps its planned world pose
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown(context=context)
+    runs = {}
+    for prepared in (True, False):
+        context, node, published, statuses = in_process_ik(talos)
+        if not prepared:
+            node._prepare_tick = lambda now: None  # everything at the reference's tick
+        try:
+            timeline = walk_timeline()
+            node._on_plan(plan_to_msg(timeline, 1, True, stamp_of(PLAN_STAMP)))
+            # The robot stands 3 mm ahead and 2 mm left of where the plan starts (measured base estimate).
+            q = talos.reference_configuration()
+            offset = np.array([0.003, 0.002, 0.0])
+            liftoff = timeline.phases[1].t_start
+            for k in range(int(round((liftoff + 0.1) / T))):
+                t = k * T
+                sensor = SensorState(joint_names=list(talos.joint_names),
+                                     joint_pos=talos.actuated_positions(q).tolist(), base_estimate_valid=True)
+                sensor.header.stamp = stamp_of(PLAN_STAMP + t)
+                p = sensor.base_pose.position
+                p.x, p.y, p.z = map(float, q[0:3] + offset)
+                o = sensor.base_pose.orientation
+                o.x, o.y, o.z, o.w = map(float, q[3:7])
+                node._last_reference_ns = int(round((PLAN_STAMP + t) * 1e9))  # references flowing
+                node._on_sensor_state(sensor)
+                node._on_reference(reference_msg(timeline, t))
+            assert all(status == 0 for status in statuses)
+            right = talos.foot_poses(q)[talos.right_foot_frame][0] + offset  # the stance foot of step 1
+            corrected = node._timeline.phases[0].right
+            np.testing.assert_allclose(corrected.position[:2], right[:2], atol=1e-9)
+            assert corrected.position[2] == timeline.phases[0].right.position[2]  # planned height
+            assert node._timeline.steps == timeline.steps  # the swing foot keeps its planned world pose
+            # Made in the sensor callback, while the planner computes the lift-off's reference.
+            assert node.prepared == (1 if prepared else 0)
+            runs[prepared] = published
+        finally:
+            node.destroy_node()
+            rclpy.try_shutdown(context=context)
+    assert runs[True] == runs[False]  # the same commands either way

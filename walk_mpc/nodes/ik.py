@@ -290,7 +290,9 @@ class IKNode(GraphNode):
         self._last_tick_ns: Optional[int] = None
         self._tick_source = ""  # "reference" or "sensor": what drove the last tick
         self._last_reference_ns: Optional[int] = None
+        self._sample_q: Optional[tuple] = None  # (sample, self._q, its measured configuration): a cache
         self.resyncs = 0
+        self.prepared = 0  # support corrections done in the sensor callback, ahead of their reference
 
         p = params
         qos, plan_qos = reliable_qos(), LATCHED_QOS
@@ -352,6 +354,17 @@ class IKNode(GraphNode):
             base_position, base_quaternion = base
         return self.robot.configuration_from_joints(joints, base_position, base_quaternion, default=default)
 
+    def _sample_configuration(self, sample: tuple) -> np.ndarray:
+        """:meth:`_measured_configuration` of ``sample`` on the current command, computed once per sample
+        and command (a support change needs it for the support correction and the re-sync). Read-only."""
+        cached = self._sample_q
+        if cached is not None and cached[0] is sample and cached[1] is self._q:
+            return cached[2]
+        q = self._measured_configuration(self._q, sample)
+        q.setflags(write=False)
+        self._sample_q = (sample, self._q, q)
+        return q
+
     def _sample_at(self, ns: int) -> Optional[tuple]:
         """The measured sample ``(joints, base)`` stamped ``ns``, else the latest one if it is at most one
         control period older (None otherwise: too old to measure the feet of this tick)."""
@@ -366,7 +379,7 @@ class IKNode(GraphNode):
     def _measured_sole(self, sample: tuple, foot: Foot, t: float) -> FootPose:
         """Measured pose of ``foot``'s sole in the sample; without base estimate, the base is placed by a
         stance sole at its timeline pose (as the mpc_planner does)."""
-        q = self._measured_configuration(self._q, sample)
+        q = self._sample_configuration(sample)
         joints = self.robot.joint_positions(q)
         anchor = None
         if sample[1] is None:
@@ -512,6 +525,8 @@ class IKNode(GraphNode):
         due = self._last_tick_ns is None or now - self._last_tick_ns >= self._period_ns * 99 // 100
         if stale and due:
             self._sensor_tick(now)
+        elif due:
+            self._prepare_tick(now)
 
     def _on_reference(self, msg: ComReference) -> None:
         start = time.perf_counter()
@@ -566,6 +581,25 @@ class IKNode(GraphNode):
         except _Hold as hold:
             self._hold(now, hold.status, str(hold), start, "sensor")
 
+    def _prepare_tick(self, now: int) -> None:
+        """Work of the coming reference tick of sample ``now`` that needs no reference, done in the sensor
+        callback while the mpc_planner computes that reference (in its own process, on another CPU): at a
+        lift-off the support correction, at a support change the measured configuration of the re-sync.
+        :meth:`_tick` then finds them done (the correction is decided once per phase change, so it is not
+        made twice). Skipped while a received plan waits for its first reference (the reference may install
+        it: the correction is then made on it, at the tick)."""
+        if self._pending or self._timeline is None or self._last_reference_ns is None:
+            return
+        t = self._plan_time(now)
+        if not self._walking_at(t):
+            return
+        sample = self._samples[now]
+        if self._correct_support(t, sample):
+            self.prepared += 1
+        stance = tuple(sorted(int(foot) for foot in self._timeline.phase_at(t).stance_feet))
+        if self._stance is not None and stance != self._stance:
+            self._sample_configuration(sample)
+
     def _tick(self, now: int, times: list[float], coms: list, start: float,
               source: str = "reference") -> None:
         """Targets at now + T and now + 2T, two solutions, publication; raises _Hold on failure.
@@ -604,7 +638,9 @@ class IKNode(GraphNode):
         # Gauss-Newton steps instead of 2 while walking); the measured configuration at a support change.
         q_init = self._q if self._q_ahead is None else self._q_ahead
         if self._stance is not None and stance != self._stance and self._measured_joints is not None:
-            q_init = self._measured_configuration(self._q, sample)  # support change: re-sync (seed 001)
+            # support change: re-sync (seed 001)
+            q_init = (self._measured_configuration(self._q) if sample is None
+                      else self._sample_configuration(sample))
             self.resyncs += 1
         self._stance = stance
         first, second = self._solve(targets, q_init)
@@ -619,19 +655,21 @@ class IKNode(GraphNode):
         self._publish(now, times, positions, velocities)
         self._publish_timing(now, STATUS_OK, first.solve_time + second.solve_time, start, source)
 
-    def _correct_support(self, t: float, sample: tuple) -> None:
-        """The shared support-foot correction policy on this tick's sample."""
+    def _correct_support(self, t: float, sample: tuple) -> bool:
+        """The shared support-foot correction policy on this tick's sample; True if it corrected."""
         try:
             correction = self._corrector.observe(t, lambda foot: self._measured_sole(sample, foot, t))
         except WalkMpcError as exc:  # a sample that cannot be measured: the plan is kept this step
             self.get_logger().warning(f"support correction skipped at t = {t:.3f} s: {exc}",
                                       throttle_duration_sec=WARNING_PERIOD)
-            return
-        if correction is not None and correction.applied:
-            self._timeline = self._corrector.timeline
-            self.get_logger().debug(
-                f"{correction.foot.name.lower()} sole of step {correction.step_index} measured "
-                f"{1e3 * correction.position_error:.2f} mm from its plan at t = {t:.3f} s")
+            return False
+        if correction is None or not correction.applied:
+            return False
+        self._timeline = self._corrector.timeline
+        self.get_logger().debug(
+            f"{correction.foot.name.lower()} sole of step {correction.step_index} measured "
+            f"{1e3 * correction.position_error:.2f} mm from its plan at t = {t:.3f} s")
+        return True
 
     def _solve(self, targets: list[IKTargets], q_init: np.ndarray) -> tuple[IKResult, IKResult]:
         try:
