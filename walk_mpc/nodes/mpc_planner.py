@@ -15,9 +15,9 @@ Topics (relative names, QoS reliable depth 10 unless said; defaults of :class:`M
   ignored. Each tick
 
   1. installs a new plan if one arrived; before any plan, a standing timeline at the measured feet;
-  2. estimates the measured state (:func:`~walk_mpc.core.state_estimation.estimate_state`): joints +
-     base estimate when ``base_estimate_valid``, else the base placed by a stance sole at its planned
-     pose;
+  2. estimates the measured state (:func:`~walk_mpc.core.state_estimation.estimate_state`, positions
+     only: CoM and soles): joints + base estimate when ``base_estimate_valid``, else the base placed by a
+     stance sole at its planned pose;
   3. seed 001's second feedback, the support-foot correction policy shared with the ik node
      (:class:`~walk_mpc.core.support_correction.SupportCorrector`; ``support_correction_enabled``,
      ``support_shift_later_steps``, ``support_measured_height``): at each lift-off the stance foot,
@@ -353,12 +353,8 @@ class MpcPlannerNode(GraphNode):
             anchor = None
             if base is None:
                 anchor = self._anchor(t)
-            twist = None
-            if base is not None:
-                lin, ang = msg.base_twist.linear, msg.base_twist.angular
-                twist = ((lin.x, lin.y, lin.z), (ang.x, ang.y, ang.z))
-            velocities = msg.joint_vel if len(msg.joint_vel) == len(msg.joint_names) else None
-            return estimate_state(self.robot, msg.joint_names, msg.joint_pos, base, anchor, velocities, twist)
+            # Positions only: the planner takes the measured CoM position (its velocity is not fed back).
+            return estimate_state(self.robot, msg.joint_names, msg.joint_pos, base, anchor)
         except WalkMpcError as exc:
             raise _Skip(str(exc)) from None
 
