@@ -457,6 +457,7 @@ def test_in_process_the_stance_foot_is_targeted_at_its_measured_pose_from_the_li
             assert node._timeline.steps == timeline.steps  # the swing foot keeps its planned world pose
             # Made in the sensor callback, while the planner computes the lift-off's reference.
             assert node.prepared == (1 if prepared else 0)
+            assert (node._pose_targets is not None) == prepared  # and the targets but their CoM
             runs[prepared] = published
         finally:
             node.destroy_node()

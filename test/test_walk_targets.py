@@ -16,7 +16,9 @@ from walk_mpc.core.walk_targets import (
     foot_targets_at,
     pose_matrix,
     torso_yaw,
+    walk_pose_targets,
     walk_targets,
+    with_com,
     yaw_free,
 )
 
@@ -145,6 +147,25 @@ def test_walk_targets_equal_the_fully_validated_targets_and_are_read_only():
             assert not any(array.flags.writeable for array in arrays)
             with pytest.raises(TypeError):
                 targets.foot_positions[Foot.LEFT] = COM
+
+
+def test_pose_targets_completed_with_the_com_are_the_walk_targets():
+    # The ik node builds the soles and torso before the CoM reference arrives, then adds the CoM.
+    timeline = turning_walk()
+    for t in sample_times(timeline, 60):
+        pose = walk_pose_targets(timeline, float(t), yaw_free(rotation_z(0.2)))
+        assert pose.com_position is None
+        for com in (COM, COM + [0.02, -0.01, 0.0]):
+            full = with_com(pose, com)
+            expected = walk_targets(timeline, float(t), com, yaw_free(rotation_z(0.2)))
+            assert full.com_position.tobytes() == expected.com_position.tobytes()
+            assert full.torso_orientation.tobytes() == expected.torso_orientation.tobytes()
+            for foot in Foot:
+                assert full.foot_positions[foot].tobytes() == expected.foot_positions[foot].tobytes()
+                assert full.foot_rotations[foot].tobytes() == expected.foot_rotations[foot].tobytes()
+        assert pose.com_position is None  # completing does not change the shared targets
+    with pytest.raises(InputError, match="targets.com_position"):
+        with_com(pose, [0.1, math.nan, 0.8])
 
 
 def test_walk_targets_reject_what_ik_targets_reject():

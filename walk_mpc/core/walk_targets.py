@@ -112,20 +112,41 @@ def walk_targets(
         InputError: If ``t`` or ``com_position`` is not finite, or the tilted torso orientation is
             not a rotation (the same errors as :class:`IKTargets`).
     """
+    return with_com(walk_pose_targets(timeline, t, torso_tilt, posture), com_position)
+
+
+def walk_pose_targets(timeline: Timeline, t: float, torso_tilt=None, posture=None) -> IKTargets:
+    """The targets of :func:`walk_targets` without the CoM: soles and torso at time ``t`` [s].
+
+    They depend on the timeline only, so they can be built before the CoM reference of the instant is
+    known (:func:`with_com` completes them).
+
+    Raises:
+        InputError: If ``t`` is not finite or the tilted torso orientation is not a rotation.
+    """
     (left, left_yaw, _), (right, right_yaw, _) = _feet_at(timeline, finite_number("t", t))
-    # The user's inputs are validated as IKTargets would; the rest (timeline poses, rotations about z)
-    # is valid by construction, so the targets skip IKTargets' checks.
-    com = finite_vector("targets.com_position", com_position, 3, read_only=True)
+    # Timeline poses and rotations about z are valid by construction: no IKTargets checks for them.
     torso = rotation_z(torso_yaw(left_yaw, right_yaw))
     if torso_tilt is not None:
         torso = _rotation("targets.torso_orientation", torso @ np.asarray(torso_tilt, dtype=float))
     return IKTargets._trusted(
-        com_position=com,
+        com_position=None,
         foot_positions={Foot.LEFT: left, Foot.RIGHT: right},
         foot_rotations={Foot.LEFT: rotation_z(left_yaw), Foot.RIGHT: rotation_z(right_yaw)},
         torso_orientation=torso,
         posture=None if posture is None else _posture_vector(posture),
     )
+
+
+def with_com(targets: IKTargets, com_position) -> IKTargets:
+    """``targets`` with the CoM target ``com_position`` [m], shape (3,) (validated; the rest is shared).
+
+    Raises:
+        InputError: If ``com_position`` is not a finite 3-vector.
+    """
+    com = finite_vector("targets.com_position", com_position, 3, read_only=True)
+    return IKTargets._trusted(com, dict(targets.foot_positions), dict(targets.foot_rotations),
+                              targets.torso_orientation, targets.posture)
 
 
 def yaw_free(rotation) -> np.ndarray:
@@ -282,6 +303,8 @@ __all__ = [
     "foot_targets_at",
     "pose_matrix",
     "torso_yaw",
+    "walk_pose_targets",
     "walk_targets",
+    "with_com",
     "yaw_free",
 ]

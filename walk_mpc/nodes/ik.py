@@ -33,6 +33,10 @@ Topics (relative names, QoS reliable depth 10 unless said):
   angles (and base, when estimated) are re-synchronised with the measurement of the reference's
   stamp (else the latest one) before solving. Between support changes the solution at T starts from the
   previous tick's solution at 2T (the same instant), the one at 2T from the solution at T.
+  A sample due for a control tick while references flow is prepared in this callback, while the
+  mpc_planner computes that tick's reference in its own process: the lift-off's support correction, the
+  re-sync configuration and the walking targets at T and 2T but their CoM. The reference's tick uses them
+  (same stamp, same timeline, times [T, 2T]) or builds them itself, with the same result.
 
 Support-foot correction (seed 001): the walking targets come from the timeline corrected by
 :class:`~walk_mpc.core.support_correction.SupportCorrector`, the policy the mpc_planner node applies
@@ -103,7 +107,14 @@ from walk_mpc.core.state_estimation import estimate_state
 from walk_mpc.core.step import Foot
 from walk_mpc.core.support_correction import SupportCorrectionParameters, SupportCorrector, anchor_foot
 from walk_mpc.core.timeline import FootPose, Timeline
-from walk_mpc.core.walk_targets import StandingTargets, pose_matrix, walk_targets, yaw_free
+from walk_mpc.core.walk_targets import (
+    StandingTargets,
+    pose_matrix,
+    walk_pose_targets,
+    walk_targets,
+    with_com,
+    yaw_free,
+)
 from walk_mpc.msg import ComReference, FootstepPlan, SensorState, TickTiming
 from walk_mpc.nodes._common import (
     LATCHED_QOS,
@@ -291,6 +302,7 @@ class IKNode(GraphNode):
         self._tick_source = ""  # "reference" or "sensor": what drove the last tick
         self._last_reference_ns: Optional[int] = None
         self._sample_q: Optional[tuple] = None  # (sample, self._q, its measured configuration): a cache
+        self._pose_targets: Optional[tuple] = None  # (stamp, timeline, times, targets without CoM): prepared
         self.resyncs = 0
         self.prepared = 0  # support corrections done in the sensor callback, ahead of their reference
 
@@ -599,6 +611,12 @@ class IKNode(GraphNode):
         stance = tuple(sorted(int(foot) for foot in self._timeline.phase_at(t).stance_feet))
         if self._stance is not None and stance != self._stance:
             self._sample_configuration(sample)
+        times = (self.params.control_period, 2.0 * self.params.control_period)
+        try:
+            targets = [walk_pose_targets(self._timeline, t + dt, self._torso_tilt) for dt in times]
+        except WalkMpcError:
+            return  # the tick builds them again and reports it
+        self._pose_targets = (now, self._timeline, times, targets)
 
     def _tick(self, now: int, times: list[float], coms: list, start: float,
               source: str = "reference") -> None:
@@ -625,8 +643,13 @@ class IKNode(GraphNode):
                 self._standing = None
                 if sample is not None:
                     self._correct_support(t, sample)
-                targets = [walk_targets(self._timeline, t + dt, com, self._torso_tilt)
-                           for dt, com in zip(times, coms)]
+                prepared = self._pose_targets
+                if (prepared is not None and prepared[0] == now and prepared[1] is self._timeline
+                        and prepared[2] == tuple(times)):  # built in the sensor callback
+                    targets = [with_com(pose, com) for pose, com in zip(prepared[3], coms)]
+                else:
+                    targets = [walk_targets(self._timeline, t + dt, com, self._torso_tilt)
+                               for dt, com in zip(times, coms)]
                 stance = tuple(sorted(int(foot) for foot in self._timeline.phase_at(t).stance_feet))
             else:
                 standing = self._standing_targets()
