@@ -596,10 +596,11 @@ class IKNode(GraphNode):
     def _prepare_tick(self, now: int) -> None:
         """Work of the coming reference tick of sample ``now`` that needs no reference, done in the sensor
         callback while the mpc_planner computes that reference (in its own process, on another CPU): at a
-        lift-off the support correction, at a support change the measured configuration of the re-sync.
-        :meth:`_tick` then finds them done (the correction is decided once per phase change, so it is not
-        made twice). Skipped while a received plan waits for its first reference (the reference may install
-        it: the correction is then made on it, at the tick)."""
+        lift-off the support correction, at a support change the measured configuration of the re-sync,
+        and the walking targets at T and 2T but their CoM. :meth:`_tick` then finds them done (the
+        correction is decided once per phase change, so it is not made twice). Skipped while a received
+        plan waits for its first reference (the reference may install it: the correction is then made on
+        it, at the tick). Errors are left to the tick, which makes the same calls and reports them."""
         if self._pending or self._timeline is None or self._last_reference_ns is None:
             return
         t = self._plan_time(now)
@@ -608,14 +609,14 @@ class IKNode(GraphNode):
         sample = self._samples[now]
         if self._correct_support(t, sample):
             self.prepared += 1
-        stance = tuple(sorted(int(foot) for foot in self._timeline.phase_at(t).stance_feet))
-        if self._stance is not None and stance != self._stance:
-            self._sample_configuration(sample)
         times = (self.params.control_period, 2.0 * self.params.control_period)
         try:
+            stance = tuple(sorted(int(foot) for foot in self._timeline.phase_at(t).stance_feet))
+            if self._stance is not None and stance != self._stance:
+                self._sample_configuration(sample)
             targets = [walk_pose_targets(self._timeline, t + dt, self._torso_tilt) for dt in times]
         except WalkMpcError:
-            return  # the tick builds them again and reports it
+            return
         self._pose_targets = (now, self._timeline, times, targets)
 
     def _tick(self, now: int, times: list[float], coms: list, start: float,
