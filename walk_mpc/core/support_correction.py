@@ -292,14 +292,13 @@ class SupportCorrector:
         shift = self.params.shift_later_steps
         for c in self._corrections:
             k = slot.get(c.step_index)
-            measured = (tuple(c.measured.position), c.measured.yaw)
             if k is None:
                 planned = starts[c.foot].position
                 starts[c.foot] = c.measured
                 later = range(len(steps))
             else:
                 planned = poses[k][0]
-                poses[k] = measured
+                poses[k] = (tuple(c.measured.position), c.measured.yaw)
                 later = range(k + 1, len(steps))
             if shift:
                 offset = [m - p for m, p in zip(c.measured.position, planned)]

@@ -444,6 +444,10 @@ class IKNode(GraphNode):
             return False
         return t is None or t < self._timeline.t_end
 
+    def _walking_stance(self, t: float) -> tuple[int, ...]:
+        """Indices of the stance feet of the timeline at plan time ``t``, sorted."""
+        return tuple(sorted(int(foot) for foot in self._timeline.phase_at(t).stance_feet))
+
     def walking(self) -> bool:
         """Whether a walk is in progress at the last tick."""
         last = self._last_tick_ns
@@ -611,8 +615,7 @@ class IKNode(GraphNode):
             self.prepared += 1
         times = (self.params.control_period, 2.0 * self.params.control_period)
         try:
-            stance = tuple(sorted(int(foot) for foot in self._timeline.phase_at(t).stance_feet))
-            if self._stance is not None and stance != self._stance:
+            if self._stance is not None and self._walking_stance(t) != self._stance:
                 self._sample_configuration(sample)
             targets = [walk_pose_targets(self._timeline, t + dt, self._torso_tilt) for dt in times]
         except WalkMpcError:
@@ -651,7 +654,7 @@ class IKNode(GraphNode):
                 else:
                     targets = [walk_targets(self._timeline, t + dt, com, self._torso_tilt)
                                for dt, com in zip(times, coms)]
-                stance = tuple(sorted(int(foot) for foot in self._timeline.phase_at(t).stance_feet))
+                stance = self._walking_stance(t)
             else:
                 standing = self._standing_targets()
                 targets = [standing.targets(com_position=com) for com in coms]
