@@ -321,7 +321,9 @@ class GraphClient:
             self._cv.notify_all()
 
     def _on_ik_timing(self, msg) -> None:
-        if msg.status == 0 and msg.trigger == self._reference_topic:
+        from walk_mpc.nodes.ik import is_reference_tick
+
+        if is_reference_tick(msg, self._reference_topic):
             with self._cv:
                 self.ik_reference_ticks += 1
                 self._cv.notify_all()

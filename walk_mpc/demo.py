@@ -33,6 +33,7 @@ from walk_mpc.core import footsteps
 from walk_mpc.core.walk_behavior import WalkFlags
 from walk_mpc.msg import ComReference, FootstepPlan, SensorState, TickTiming, WalkFeedback
 from walk_mpc.nodes._common import LATCHED_QOS
+from walk_mpc.nodes.ik import is_reference_tick
 from walk_mpc.tools.launch_graph import GraphProcesses
 from walk_mpc.tools.recorder import RecorderNode
 from walk_mpc.tools.send_walk import DEFAULT_FEET, current_feet, format_outcome, send_walk, walk_action_client
@@ -86,7 +87,7 @@ class LoopMonitor(Node):
         with self._lock:
             self.timing[name].append(msg.solve_time)
             self.timing[f"{name}_tick"].append(msg.tick_time)
-            if name == "ik" and msg.status == 0 and msg.trigger == self._reference_topic:
+            if name == "ik" and is_reference_tick(msg, self._reference_topic):
                 self.ik_reference_ticks += 1
 
 

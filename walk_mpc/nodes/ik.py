@@ -143,6 +143,12 @@ _TOPICS = ("plan_topic", "reference_topic", "sensor_topic", "trajectory_topic", 
            "joint_states_topic", "timing_topic")
 
 
+def is_reference_tick(timing: TickTiming, reference_topic: str) -> bool:
+    """Whether an ``ik/timing`` message reports a successful tick on ``reference_topic`` (resolved name):
+    the chain sensor -> mpc_planner -> ik runs."""
+    return timing.status == STATUS_OK and timing.trigger == reference_topic
+
+
 @dataclasses.dataclass(frozen=True)
 class IKNodeParameters:
     """Parameters of the ik node.
