@@ -125,15 +125,14 @@ def in_process_chain(ticks: int) -> np.ndarray:
     solver = IKSolver(robot)
     tilt = yaw_free(robot.frame_pose(q0, robot.torso_frame)[1])
     names = list(robot.joint_names)
-    zero = [0.0] * len(names)
     q = q0
     out = []
     for k in range(min(ticks, int(timeline.t_end / T))):
         t = k * T
         start = time.perf_counter_ns()
         joints = robot.joint_positions(q)
-        measured = estimate_state(robot, names, [joints[n] for n in names], (q[0:3], q[3:7]), None, zero,
-                                  ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0)))
+        # Positions only, as the mpc_planner node measures its samples.
+        measured = estimate_state(robot, names, [joints[n] for n in names], (q[0:3], q[3:7]))
         plan = planner.step(t, measured.com_position)
         targets = [walk_targets(timeline, t + dt, com, tilt) for dt, com in zip((T, 2 * T), plan.com_targets)]
         first, _ = solver.solve_two(targets[0], targets[1], q)
