@@ -437,3 +437,40 @@ def test_planner_failures_are_reported_in_the_timing_status_and_the_node_goes_on
     assert statuses == [m.STATUS_OK, m.STATUS_INFEASIBLE, m.STATUS_SOLVER_FAILED, m.STATUS_PLANNER_ERROR,
                         m.STATUS_OK]
     assert node.ticks == 4
+
+
+def test_ticks_prepared_on_the_sample_before_publish_what_unprepared_ticks_publish(
+        planner_node, reference, talos):
+    """prepare_ahead solves each tick's MPC on the sample before it; the tick uses that solve unless its
+    sample changes the problem (feedback beyond the threshold, a support correction, a new plan)."""
+    prepared, plain = planner_node(), planner_node(prepare_ahead=False)
+    timeline = walk_timeline(reference)
+    q = talos.reference_configuration()
+    com0 = talos.com(q)
+    offset = np.zeros(3)  # the robot follows the planned CoM, pushed 1 cm sideways now and then
+    outputs = {prepared: [], plain: []}
+    for k in range(0, int(round((timeline.t_end + 0.5) * 100))):
+        if k == 150:  # a longer plan of the same walk, e.g. the walk behavior republishing its queue
+            for node in outputs:
+                node._on_plan(plan_msg(timeline, plan_id=2))
+        push = np.array([0.0, 0.01, 0.0]) if k % 40 in (20, 21) else np.zeros(3)
+        moved = (*reference[:2], (q[0:3] + offset + push, q[3:7]), *reference[3:])
+        for node in outputs:
+            if k == 0:
+                node._on_plan(plan_msg(timeline))
+            before, corrections, plan_id = node.ticks, node.corrections, node.plan_id
+            node._on_sensor_state(sensor_msg(moved, PLAN_STAMP_NS + k * HW_NS))
+            if node.ticks > before:
+                changed = node.corrections > corrections or node.plan_id != plan_id
+                outputs[node].append((node.last_output, node.planner.last_step_prepared, changed))
+        if outputs[plain]:
+            offset[:2] = outputs[plain][-1][0].com_targets[0, :2] - com0[:2]
+    assert len(outputs[prepared]) == len(outputs[plain]) == prepared.ticks
+    for k, ((a, used, changed), (b, _, _)) in enumerate(zip(outputs[prepared], outputs[plain])):
+        np.testing.assert_array_equal(a.com_targets, b.com_targets)
+        np.testing.assert_array_equal(a.zmp_targets, b.zmp_targets)
+        # Not prepared: the first tick, the pushed ones, the corrected lift-offs and the new plan's tick.
+        assert used == (k > 0 and not a.feedback_applied and not changed), k
+    assert plain.prepared_ticks == 0
+    assert sum(out.feedback_applied for out, _, _ in outputs[plain]) >= 5 and prepared.corrections > 0
+    assert prepared.prepared_ticks > 0.8 * prepared.ticks

@@ -170,3 +170,93 @@ def test_reset_restarts_at_rest_from_the_given_com():
     out = planner.step(0.0)
     np.testing.assert_array_equal(out.initial_state, [[0.01, 0.02], [0.0, 0.0], [0.0, 0.0]])
     assert dataclasses.is_dataclass(out)
+
+
+def _walk_with_preparation(backend, prepare, noise=0.004, seed=5, correct_at=None):
+    """The noisy closed loop of ``_closed_loop``; with ``prepare``, each step is prepared a control period
+    ahead (right after the previous step); ``correct_at``: tick of a support correction between the
+    preparation and its step. Returns the outputs and which steps used their preparation."""
+    timeline = walk_timeline("turning")
+    period = 0.02
+    params = PlannerParameters(mpc=MpcParameters(backend=backend), control_period=period)
+    planner = MpcPlanner(params, timeline)
+    rng = np.random.default_rng(seed)
+    true_state, outputs, used = None, [], []
+    for k in range(int((timeline.t_end + 0.6) / period)):
+        t = k * period
+        measured = None if true_state is None else true_state[0] + rng.normal(scale=noise, size=2)
+        if k == correct_at:
+            planned = planner.timeline.phase_at(t).foot(Foot.LEFT)
+            moved = FootPose(np.add(planned.position, [0.004, 0.0, 0.0]), planned.yaw)
+            planner.correct_support(Foot.LEFT, moved, t)
+        out = planner.step(t, measured)
+        outputs.append(out)
+        used.append(planner.last_step_prepared)
+        true_state = integrate_state(out.initial_state, out.plan.first_jerk, period)
+        if prepare:
+            assert planner.prepare((k + 1) * period)  # the very float of the next step's time
+    return outputs, used
+
+
+@pytest.mark.parametrize("backend", ["exact", "daqp"])
+def test_a_prepared_step_is_the_step_it_replaces_bit_for_bit(backend):
+    if backend == "daqp":
+        pytest.importorskip("daqp")
+    plain, unused = _walk_with_preparation(backend, prepare=False)
+    prepared, used = _walk_with_preparation(backend, prepare=True, correct_at=40)
+    assert not any(unused)
+    for k, (a, b) in enumerate(zip(plain[:40], prepared[:40])):  # before the correction: the same walk
+        for name in ("com_targets", "com_velocity_targets", "zmp_targets", "initial_state",
+                     "feedback_offset"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=f"{name} at tick {k}")
+        np.testing.assert_array_equal(a.plan.jerk, b.plan.jerk)
+        assert a.feedback_applied == b.feedback_applied
+    applied = [out.feedback_applied for out in prepared]
+    # Used exactly when the feedback did not act, after the first step and except at the correction.
+    assert used == [k > 0 and not applied[k] and k != 40 for k in range(len(prepared))]
+    assert sum(used) > 100 and sum(applied) > 100  # both ways, many times
+
+
+def test_a_dropped_preparation_leaves_no_trace():
+    """Feedback or a new timeline drop the preparation: the step solves as if it had never been made."""
+    timeline = walk_timeline("straight")
+    a, b = MpcPlanner(PlannerParameters(), timeline), MpcPlanner(PlannerParameters(), timeline)
+    for planner in (a, b):
+        planner.step(0.0)
+    far = a.planned_state(0.02)[0] + [0.02, 0.0]  # above the threshold: feedback
+    assert b.prepare(0.02)
+    out_a, out_b = a.step(0.02, far), b.step(0.02, far)
+    assert out_b.feedback_applied and not b.last_step_prepared
+    np.testing.assert_array_equal(out_a.plan.jerk, out_b.plan.jerk)
+    assert b.prepare(0.04)
+    b.set_timeline(a.timeline)  # the same walk, another timeline object: a changed plan
+    out_a, out_b = a.step(0.04), b.step(0.04)
+    assert not b.last_step_prepared
+    np.testing.assert_array_equal(out_a.plan.jerk, out_b.plan.jerk)
+    assert b.prepare(0.06)
+    out_a, out_b = a.step(0.07), b.step(0.07)  # another time than prepared
+    assert not b.last_step_prepared
+    np.testing.assert_array_equal(out_a.plan.jerk, out_b.plan.jerk)
+    out_a, out_b = a.step(0.09), b.step(0.09)  # a preparation is used once
+    assert not b.last_step_prepared
+
+
+def test_osqp_prepared_steps_match_within_its_tolerance():
+    plain, _ = _walk_with_preparation("osqp", prepare=False)
+    prepared, used = _walk_with_preparation("osqp", prepare=True)
+    assert sum(used) > 100
+    for a, b in zip(plain, prepared):
+        np.testing.assert_allclose(a.com_targets, b.com_targets, atol=1e-6)
+
+
+def test_prepare_is_refused_without_a_timeline_or_in_the_past_and_declines_before_the_first_step():
+    planner = MpcPlanner(PlannerParameters())
+    with pytest.raises(InputError, match="timeline"):
+        planner.prepare(0.0)
+    planner.set_timeline(walk_timeline("straight"))
+    assert not planner.prepare(0.0)  # the first step starts from the measured CoM
+    planner.step(0.1)
+    with pytest.raises(InputError, match="0.1"):
+        planner.prepare(0.05)
+    with pytest.raises(InputError, match="finite"):
+        planner.prepare(float("nan"))

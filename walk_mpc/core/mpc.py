@@ -394,6 +394,17 @@ class Mpc:
         self._previous = None
         self._backend.reset()
 
+    def save(self) -> tuple:
+        """What the next :meth:`solve` starts from (the previous plan and the backend's warm start), for
+        :meth:`restore`: solve ahead, then go back as if that solve had not happened."""
+        return self._previous, self._backend.save()
+
+    def restore(self, saved: tuple) -> None:
+        """Go back to a :meth:`save`d start; the next solve is the one that would have followed it (bit for
+        bit with the exact and daqp backends, within tolerances with osqp, see its backend)."""
+        self._previous, backend = saved
+        self._backend.restore(backend)
+
     def check_preview(self, preview: Preview) -> None:
         """Raise ShapeError unless the preview matches this MPC's grid."""
         if preview.durations is self._checked_durations:

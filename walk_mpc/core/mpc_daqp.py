@@ -29,6 +29,14 @@ class DaqpBackend:
         """Forget the warm start."""
         self._sense = None
 
+    def save(self):
+        """The warm start (the previous active set), for :meth:`restore`."""
+        return self._sense
+
+    def restore(self, saved) -> None:
+        """Warm start as :meth:`save` returned it (never modified in place, so not copied)."""
+        self._sense = saved
+
     def solve(self, x0: np.ndarray, preview):
         """Solve one tick; returns (status, (jerk, pos, vel, acc, zmp), iterations)."""
         import daqp

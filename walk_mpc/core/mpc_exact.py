@@ -110,6 +110,21 @@ class ExactBackend:
         self._active: list = []  # variable indices 2 i + axis
         self._sides: list = []  # +1.0 upper bound, -1.0 lower bound
 
+    def save(self) -> tuple:
+        """The warm start (copies), for :meth:`restore`."""
+        if self.kernel is not None:
+            return self._count, self.k_active.copy(), self.k_sides.copy()
+        return self._count, tuple(self._active), tuple(self._sides)
+
+    def restore(self, saved: tuple) -> None:
+        """Warm start as :meth:`save` returned it (the kernel rebuilds its factorisation from it)."""
+        if self.kernel is not None:
+            self._count = saved[0]
+            self.k_active[:] = saved[1]
+            self.k_sides[:] = saved[2]
+        else:
+            self._count, self._active, self._sides = saved[0], list(saved[1]), list(saved[2])
+
     def _warm_set(self):
         """Previous active set shifted by one interval; a bound active at the last interval
         (end-of-horizon effect) is usually still active there, so it is kept as well (the sign check

@@ -101,6 +101,18 @@ class OsqpBackend:
         self._x = None
         self._y = None
 
+    def save(self) -> tuple:
+        """The warm start (solver, primal and dual iterates), for :meth:`restore`. OSQP's adaptive step
+        size stays where the last solve left it: a solve after :meth:`restore` matches the one it
+        replays within the solver's tolerances, not bit for bit."""
+        return self._solver, self._x, self._y
+
+    def restore(self, saved: tuple) -> None:
+        """Warm start as :meth:`save` returned it; the ZMP rows of the constraint matrix are sent again at
+        the next solve (the solver may hold another preview's)."""
+        self._solver, self._x, self._y = saved
+        self._angles = None
+
     def _zmp_values(self, angles: np.ndarray) -> np.ndarray:
         cos, sin = np.cos(angles), np.sin(angles)
         rot = np.stack([np.stack([cos, sin], 1), np.stack([-sin, cos], 1)], 1)  # (N, out_axis, axis)

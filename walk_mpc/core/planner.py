@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import numpy as np
 
@@ -121,6 +121,16 @@ def _frozen(array: np.ndarray) -> np.ndarray:
     return array
 
 
+class _Prepared(NamedTuple):
+    """A step solved ahead (:meth:`MpcPlanner.prepare`) and what it is valid for."""
+
+    t: float
+    timeline: Timeline
+    plan_before: Plan
+    output: PlannerOutput
+    solved: tuple  # Mpc.save() after the solve
+
+
 class MpcPlanner:
     """Walking pattern generator owning a :class:`Timeline` and an :class:`Mpc`.
 
@@ -140,6 +150,8 @@ class MpcPlanner:
         self._initial_position: Optional[np.ndarray] = None
         self._plan: Optional[Plan] = None
         self._t_last: Optional[float] = None
+        self._prepared: Optional[_Prepared] = None
+        self._last_prepared = False
         if timeline is not None:
             self.set_timeline(timeline)
 
@@ -158,6 +170,7 @@ class MpcPlanner:
         if not isinstance(timeline, Timeline):
             raise InputError("timeline", timeline, "a Timeline")
         self._timeline = timeline
+        self._prepared = None
         p = self.params
         self._builder = PreviewBuilder(timeline, p.sole, p.mpc.sampling_period, p.mpc.horizon,
                                        first_interval=p.control_period)
@@ -168,6 +181,7 @@ class MpcPlanner:
         measured CoM of the first step, else the middle of the soles)."""
         self._plan = None
         self._t_last = None
+        self._prepared = None
         self.mpc.reset()
         self._initial_position = None if com_position is None else _xy("com_position", com_position)
 
@@ -195,6 +209,8 @@ class MpcPlanner:
         measured = None if measured_com is None else _xy("measured_com", measured_com)
         if self._t_last is not None and t < self._t_last - 1e-9:
             raise InputError("t", t, f"a time >= the previous call's {self._t_last} s")
+        prepared, self._prepared = self._prepared, None
+        self._last_prepared = False
         if self._plan is None:
             if self._initial_position is not None:
                 start = self._initial_position
@@ -204,20 +220,77 @@ class MpcPlanner:
                 start = stance_centre(self._timeline, t, self.params.sole)
             state = np.zeros((3, 2))
             state[0] = start
+        elif (prepared is not None and prepared.t == t and prepared.timeline is self._timeline
+              and prepared.plan_before is self._plan):
+            state = prepared.output.initial_state
+            if measured is None or not self._feedback_due(measured - state[0]):
+                self.mpc.restore(prepared.solved)  # the prepared solve is this step's: as if solved now
+                self._plan = prepared.output.plan
+                self._t_last = t
+                self._last_prepared = True
+                return prepared.output
+            state = state.copy()
         else:
             state = self._plan.state_at(t - self._plan.t_start)
         offset = np.zeros(2)
         applied = False
         if measured is not None:
             error = measured - state[0]
-            if math.hypot(error[0], error[1]) > self.params.feedback_threshold:
+            if self._feedback_due(error):
                 offset = self.params.feedback_gain * error
                 state[0] += offset
                 applied = True
+        output = self._solve(t, state, applied, offset)
+        self._plan = output.plan
+        self._t_last = t
+        return output
+
+    def prepare(self, t: float) -> bool:
+        """Solve the step at ``t`` [s] now, before its measurement, as :meth:`step` would without CoM
+        feedback; the planner's state is left as it was.
+
+        The next :meth:`step` returns this output when it is called at exactly ``t``, with the same
+        timeline, right after the step this preparation followed, and its measured CoM (if any) is within
+        ``feedback_threshold`` of the planned one: then no feedback applies and the step would solve
+        exactly this problem (same initial state, preview and warm start). Otherwise the preparation is
+        dropped and the step solves as usual, as if :meth:`prepare` had not been called. This moves the
+        MPC solve off the path from a measurement to its targets whenever the feedback does not act
+        (seed 001's threshold). :meth:`set_timeline` and :meth:`reset` drop a preparation.
+
+        Returns:
+            True when prepared; False before the first step (its initial state is measured).
+
+        Raises:
+            InputError: Without a timeline, or at a time that is not finite or before the last step.
+        """
+        if self._timeline is None:
+            raise InputError("timeline", None, "set_timeline() before prepare()")
+        if not (isinstance(t, (int, float)) and math.isfinite(t)):
+            raise InputError("t", t, "a finite time [s]")
+        t = float(t)
+        if self._t_last is not None and t < self._t_last - 1e-9:
+            raise InputError("t", t, f"a time >= the last step's {self._t_last} s")
+        self._prepared = None
+        if self._plan is None:
+            return False
+        saved = self.mpc.save()
+        output = self._solve(t, self._plan.state_at(t - self._plan.t_start), False, np.zeros(2))
+        self._prepared = _Prepared(t, self._timeline, self._plan, output, self.mpc.save())
+        self.mpc.restore(saved)
+        return True
+
+    @property
+    def last_step_prepared(self) -> bool:
+        """Whether the last :meth:`step` returned a :meth:`prepare`d output."""
+        return self._last_prepared
+
+    def _feedback_due(self, error: np.ndarray) -> bool:
+        return math.hypot(error[0], error[1]) > self.params.feedback_threshold
+
+    def _solve(self, t: float, state: np.ndarray, applied: bool, offset: np.ndarray) -> PlannerOutput:
+        """Solve from ``state`` at ``t`` and sample the targets (the planner's plan is not changed)."""
         preview = self._builder.build(t)
         plan = self.mpc.solve(state, preview)
-        self._plan = plan
-        self._t_last = t
         tc = self.params.control_period
         times = np.array([t + tc, t + 2.0 * tc])
         zeta = self.model.zeta

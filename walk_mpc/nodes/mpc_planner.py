@@ -26,7 +26,10 @@ Topics (relative names, QoS reliable depth 10 unless said; defaults of :class:`M
      far re-applied;
   4. one :meth:`MpcPlanner.step` at ``t = stamp - origin`` (origin: the first sample's stamp; every
      timeline is shifted to it, so plan changes keep one planner clock), with the measured CoM when
-     ``feedback_enabled`` (seed 001's first feedback: the planner applies threshold and gain);
+     ``feedback_enabled`` (seed 001's first feedback: the planner applies threshold and gain). With
+     ``prepare_ahead`` the sample before the tick has already solved it (:meth:`MpcPlanner.prepare`,
+     as without feedback): the step returns that solution when the tick's sample confirms it (CoM
+     error within the threshold, no new plan, no support correction), else it solves now;
   5. publishes ``mpc/com_reference`` (``ComReference``: ``header.stamp`` = the sample's stamp,
      ``plan_id`` (0 before any plan), ``time_from_stamp`` = [T, 2T], CoM position and velocity, ZMP)
      and ``mpc/timing`` (``TickTiming``, component ``"mpc"``: ``solve_time`` of the MPC,
@@ -118,6 +121,9 @@ class MpcPlannerNodeParameters:
         support_shift_later_steps: The correction also translates every later step.
         support_measured_height: The corrected pose takes the measured sole height (else the planned).
         publish_preview_every: Ticks between two publications of the paths and markers (0: never).
+        prepare_ahead: Solve each tick's MPC on the sample before it (:meth:`MpcPlanner.prepare`, no CoM
+            feedback assumed); the tick uses that solution when its sample confirms it (the feedback does
+            not act, the plan did not change), else it solves as usual. Needs ``samples_per_tick >= 2``.
         sensor_topic: SensorState input.
         plan_topic: FootstepPlan input (transient local).
         reference_topic: ComReference output.
@@ -136,6 +142,7 @@ class MpcPlannerNodeParameters:
     support_shift_later_steps: bool = False
     support_measured_height: bool = False
     publish_preview_every: int = 5
+    prepare_ahead: bool = True
     sensor_topic: str = "sensor_state"
     plan_topic: str = "walk/plan"
     reference_topic: str = "mpc/com_reference"
@@ -156,7 +163,7 @@ class MpcPlannerNodeParameters:
             raise ParameterError("hardware_period", self.hardware_period,
                                  f"a divisor of planner.control_period = {self.planner.control_period} s")
         for name in ("feedback_enabled", "support_correction_enabled", "support_shift_later_steps",
-                     "support_measured_height"):
+                     "support_measured_height", "prepare_ahead"):
             if not isinstance(getattr(self, name), bool):
                 raise ParameterError(name, getattr(self, name), "true or false")
         check_int_range("publish_preview_every", self.publish_preview_every, 0)
@@ -222,7 +229,8 @@ class MpcPlannerNode(GraphNode):
         self._reference_feet = {foot: FootPose(tuple(reference[frame][0]), 0.0)
                                 for foot, frame in self._frames.items()}
         period_ns = round(params.planner.control_period * _NS)
-        self._due_ns = period_ns - round(params.hardware_period * _NS) // 2
+        self._hardware_ns = round(params.hardware_period * _NS)
+        self._due_ns = period_ns - self._hardware_ns // 2
         self._times = [params.planner.control_period, 2.0 * params.planner.control_period]
 
         self._origin_ns: Optional[int] = None  # stamp of planner time 0
@@ -235,6 +243,7 @@ class MpcPlannerNode(GraphNode):
         self.skipped_samples = 0
         self._unlogged = 0  # skipped samples not logged (throttled) since the last warning
         self.corrections = 0
+        self.prepared_ticks = 0  # ticks that used the solve prepared on the sample before
         self.last_output: Optional[PlannerOutput] = None
         self._preview: Optional[tuple] = None  # (stamp, output, timeline) waiting for the preview timer
         self._paths: dict = {}  # publisher -> reused Path message (same number of poses every tick)
@@ -259,7 +268,9 @@ class MpcPlannerNode(GraphNode):
             f"{p.samples_per_tick} samples of {p.hardware_period} s), horizon {mpc.horizon} x "
             f"{mpc.sampling_period} s, backend {mpc.backend}, CoM feedback "
             f"{'on' if p.feedback_enabled else 'off'}, support correction "
-            f"{'on' if p.support_correction_enabled else 'off'}; waiting for '{p.sensor_topic}'")
+            f"{'on' if p.support_correction_enabled else 'off'}, prepared ahead "
+            f"{'on' if p.prepare_ahead and p.samples_per_tick > 1 else 'off'}; "
+            f"waiting for '{p.sensor_topic}'")
 
     @property
     def plan_id(self) -> int:
@@ -287,6 +298,8 @@ class MpcPlannerNode(GraphNode):
             return
         self._last_sample_ns = now
         if self._last_tick_ns is not None and now - self._last_tick_ns < self._due_ns:
+            if self.params.prepare_ahead and now + self._hardware_ns - self._last_tick_ns >= self._due_ns:
+                self._prepare(now + self._hardware_ns)  # the next sample ticks
             return
         try:
             self._tick(msg, now, start)
@@ -324,6 +337,7 @@ class MpcPlannerNode(GraphNode):
         out = planner.step(t, measured.com_position if self.params.feedback_enabled else None)
         self._last_tick_ns = now
         self.ticks += 1
+        self.prepared_ticks += planner.last_step_prepared
         self.last_output = out
         self._publish_reference(msg, out)  # the critical message first, everything else after it
         status = _STATUS_OF_PLAN.get(out.status, STATUS_SOLVER_FAILED)
@@ -336,6 +350,18 @@ class MpcPlannerNode(GraphNode):
         if every and (self.ticks - 1) % every == 0:
             self._preview = (msg.header.stamp, out, planner.timeline)
             self._preview_timer.reset()
+
+    def _prepare(self, tick_ns: int) -> None:
+        """Solve the MPC of the tick expected at ``tick_ns`` now, while no tick is waiting (seed 001's
+        threshold: below it the tick's sample does not change that solve). A new plan waiting for the
+        tick would replace the timeline: nothing to prepare then."""
+        if self._pending is not None or self.planner.timeline is None:
+            return
+        try:
+            self.planner.prepare((tick_ns - self._origin_ns) / _NS)
+        except Exception as exc:  # noqa: BLE001  (the tick meets the same problem and reports it)
+            self.get_logger().warning(f"MPC not prepared for the tick at {tick_ns / _NS:.3f} s: {exc!r}",
+                                      throttle_duration_sec=WARNING_PERIOD)
 
     def _install_plan(self) -> None:
         pending, self._pending = self._pending, None
