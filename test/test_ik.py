@@ -1,5 +1,7 @@
 """Specification tests of the whole-body IK."""
 
+import dataclasses
+
 import numpy as np
 import pinocchio as pin
 import pytest
@@ -350,3 +352,18 @@ def test_numpy_and_compiled_solves_agree(talos, monkeypatch):
         assert (a.success, a.iterations, a.message, a.limited_joints) == (
             b.success, b.iterations, b.message, b.limited_joints)
         np.testing.assert_allclose(a.q, b.q, atol=1e-9)
+
+
+def test_targets_are_the_same_only_when_every_target_is_bit_for_bit_equal():
+    rotation = np.eye(3)
+    a = IKTargets(com_position=[0.0, 0.0, 0.86], foot_positions={Foot.LEFT: [0.0, 0.1, 0.0]},
+                  foot_rotations={Foot.LEFT: rotation}, torso_orientation=rotation)
+    assert a.same_as(a) and a.same_as(dataclasses.replace(a))
+    assert a.same_as(IKTargets(com_position=[0.0, 0.0, 0.86], foot_positions={Foot.LEFT: [0.0, 0.1, 0.0]},
+                               foot_rotations={Foot.LEFT: rotation.copy()}, torso_orientation=rotation))
+    assert not a.same_as(dataclasses.replace(a, com_position=[0.0, 0.0, 0.86 + 1e-15]))
+    assert not a.same_as(dataclasses.replace(a, com_position=None))
+    other_foot = dataclasses.replace(a, foot_positions={Foot.RIGHT: [0.0, 0.1, 0.0]}, foot_rotations={})
+    assert not a.same_as(other_foot)
+    assert not a.same_as(dataclasses.replace(a, posture=np.zeros(39)))
+    assert not a.same_as(None)

@@ -463,3 +463,52 @@ def test_in_process_the_stance_foot_is_targeted_at_its_measured_pose_from_the_li
             node.destroy_node()
             rclpy.try_shutdown(context=context)
     assert runs[True] == runs[False]  # the same commands either way
+
+
+def test_in_process_a_reference_announced_ahead_is_solved_before_its_tick_with_the_same_commands(talos):
+    """solve_ahead: the tick of an announced reference publishes the solution computed when it was
+    announced (or when the tick's sample arrived, if that sample re-syncs or corrects the support), if the
+    tick solves exactly that problem; otherwise (another CoM than announced, nothing announced) it solves
+    as usual. Same commands either way."""
+    import rclpy
+
+    from walk_mpc.msg import SensorState
+    from walk_mpc.nodes.conversions import plan_to_msg
+
+    runs, counts = {}, {}
+    for ahead in (True, False):
+        context, node, published, statuses = in_process_ik(talos)
+        try:
+            timeline = walk_timeline()
+            node._on_plan(plan_to_msg(timeline, 1, True, stamp_of(PLAN_STAMP)))
+            q = talos.reference_configuration()
+            sensor = SensorState(joint_names=list(talos.joint_names),
+                                 joint_pos=talos.actuated_positions(q).tolist())
+            ticks = int(round((timeline.t_end + 0.2) / T))
+            expected = 0
+            for k in range(ticks):
+                t = k * T
+                if k:
+                    # the sample between two ticks: the planner announces the next tick's reference
+                    sensor.header.stamp = stamp_of(PLAN_STAMP + t - T / 2)
+                    node._on_sensor_state(sensor)
+                    announced = reference_msg(timeline, t)
+                    if k % 10 == 4:
+                        announced.com_position[0].x += 1e-9  # the tick's sample changed the planner's solve
+                    if ahead:
+                        node._on_reference_ahead(announced)
+                sensor.header.stamp = stamp_of(PLAN_STAMP + t)
+                node._last_reference_ns = int(round((PLAN_STAMP + t) * 1e9))  # references flowing
+                node._on_sensor_state(sensor)
+                node._on_reference(reference_msg(timeline, t))
+                # Solved ahead but for the first tick and another CoM than announced; at a support change
+                # (re-sync) or correction (a stance target moves), again on arrival of the tick's sample.
+                expected += ahead and k > 0 and k % 10 != 4
+            assert len(statuses) == ticks and all(status == 0 for status in statuses)
+            assert node.resyncs == 4 and node.prepared == 3 and node.ahead_ticks == expected  # 3 corrected
+            runs[ahead], counts[ahead] = published, node.ahead_ticks
+        finally:
+            node.destroy_node()
+            rclpy.try_shutdown(context=context)
+    assert counts[True] > 0.8 * len(runs[True]) and counts[False] == 0
+    assert runs[True] == runs[False]  # the same commands either way

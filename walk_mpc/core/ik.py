@@ -139,6 +139,26 @@ class IKTargets:
         if self.posture is not None:
             object.__setattr__(self, "posture", _posture_vector(self.posture))
 
+    def same_as(self, other: IKTargets) -> bool:
+        """Whether ``other`` has exactly the same targets (bit for bit): the same solve from the same
+        initial configuration gives the same result."""
+        if self is other:
+            return True
+        if not isinstance(other, IKTargets):
+            return False
+        for a, b in ((self.com_position, other.com_position), (self.posture, other.posture),
+                     (self.torso_orientation, other.torso_orientation)):
+            if (a is None) != (b is None) or (a is not None and a is not b and not np.array_equal(a, b)):
+                return False
+        for mine, theirs in ((self.foot_positions, other.foot_positions),
+                             (self.foot_rotations, other.foot_rotations)):
+            if mine.keys() != theirs.keys():
+                return False
+            for key, value in mine.items():
+                if value is not theirs[key] and not np.array_equal(value, theirs[key]):
+                    return False
+        return True
+
     @classmethod
     def _trusted(
         cls,

@@ -280,6 +280,12 @@ class MpcPlanner:
         return True
 
     @property
+    def prepared_output(self) -> Optional[PlannerOutput]:
+        """The output of the pending :meth:`prepare` (None if none), what the step will return if its
+        measurement confirms it."""
+        return None if self._prepared is None else self._prepared.output
+
+    @property
     def last_step_prepared(self) -> bool:
         """Whether the last :meth:`step` returned a :meth:`prepare`d output."""
         return self._last_prepared

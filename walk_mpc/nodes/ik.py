@@ -37,6 +37,12 @@ Topics (relative names, QoS reliable depth 10 unless said):
   mpc_planner computes that tick's reference in its own process: the lift-off's support correction, the
   re-sync configuration and the walking targets at T and 2T but their CoM. The reference's tick uses them
   (same stamp, same timeline, times [T, 2T]) or builds them itself, with the same result.
+* subscribes ``mpc/com_reference_ahead`` (``ComReference``, best effort; if ``solve_ahead``): the
+  mpc_planner's reference of its next tick, announced on the sample before it (its ``prepare_ahead``).
+  The node solves that tick at once (again when the tick's own sample arrives, if it corrects the support
+  or changes it: re-sync) and keeps the messages; the tick on ``mpc/com_reference`` publishes them when
+  it would solve exactly the same problem (same stamp, times and CoM, targets bit for bit, same initial
+  configuration and previous command), else it solves as usual. The commands are the same either way.
 
 Support-foot correction (seed 001): the walking targets come from the timeline corrected by
 :class:`~walk_mpc.core.support_correction.SupportCorrector`, the policy the mpc_planner node applies
@@ -89,7 +95,7 @@ import dataclasses
 import math
 import sys
 import time
-from typing import Optional, Sequence
+from typing import NamedTuple, Optional, Sequence
 
 import numpy as np
 from builtin_interfaces.msg import Duration, Time
@@ -139,8 +145,8 @@ WARNING_PERIOD = 1.0  # [s] minimum interval between two warnings of the same ki
 MAX_PENDING_PLANS = 8  # received plans kept until a reference names one
 MAX_SAMPLES = 16  # measured samples kept by stamp (the reference's sample is usually the latest)
 
-_TOPICS = ("plan_topic", "reference_topic", "sensor_topic", "trajectory_topic", "commands_topic",
-           "joint_states_topic", "timing_topic")
+_TOPICS = ("plan_topic", "reference_topic", "reference_ahead_topic", "sensor_topic", "trajectory_topic",
+           "commands_topic", "joint_states_topic", "timing_topic")
 
 
 def is_reference_tick(timing: TickTiming, reference_topic: str) -> bool:
@@ -165,8 +171,12 @@ class IKNodeParameters:
         support_correction_enabled: Walk on the support-corrected timeline (as the mpc_planner).
         support_shift_later_steps: The correction also translates later steps (as the mpc_planner).
         support_measured_height: The corrected pose takes the measured sole height (as the mpc_planner).
+        solve_ahead: Solve the references the mpc_planner announces on ``reference_ahead_topic`` (its
+            prepared solves) before their tick; the tick publishes that solution when its reference, targets
+            and initial configuration are exactly the announced ones, else it solves as usual.
         plan_topic: FootstepPlan input.
         reference_topic: ComReference input.
+        reference_ahead_topic: ComReference input announced ahead (``solve_ahead``).
         sensor_topic: SensorState input.
         trajectory_topic: JointTrajectory output.
         commands_topic: Float64MultiArray output.
@@ -184,8 +194,10 @@ class IKNodeParameters:
     support_correction_enabled: bool = True
     support_shift_later_steps: bool = False
     support_measured_height: bool = False
+    solve_ahead: bool = True
     plan_topic: str = "walk/plan"
     reference_topic: str = "mpc/com_reference"
+    reference_ahead_topic: str = "mpc/com_reference_ahead"
     sensor_topic: str = "sensor_state"
     trajectory_topic: str = "joint_trajectory"
     commands_topic: str = "joint_commands"
@@ -199,9 +211,13 @@ class IKNodeParameters:
         check_positive("control_period", self.control_period)
         check_positive("reference_timeout", self.reference_timeout)
         for name in ("publish_joint_states", "support_correction_enabled", "support_shift_later_steps",
-                     "support_measured_height"):
+                     "support_measured_height", "solve_ahead"):
             if not isinstance(getattr(self, name), bool):
                 raise ParameterError(name, getattr(self, name), "true or false")
+        for field in _TOPICS:
+            value = getattr(self, field)
+            if not isinstance(value, str) or not value:
+                raise ParameterError(field, value, "a topic name")
 
     @property
     def support_correction(self) -> SupportCorrectionParameters:
@@ -209,10 +225,6 @@ class IKNodeParameters:
         return SupportCorrectionParameters(enabled=self.support_correction_enabled,
                                            shift_later_steps=self.support_shift_later_steps,
                                            measured_height=self.support_measured_height)
-        for field in _TOPICS:
-            value = getattr(self, field)
-            if not isinstance(value, str) or not value:
-                raise ParameterError(field, value, "a topic name")
 
 
 
@@ -244,6 +256,25 @@ class _Hold(Exception):
     def __init__(self, status: int, reason: str) -> None:
         super().__init__(reason)
         self.status = status
+
+
+class _Ahead(NamedTuple):
+    """The tick of a reference announced ahead, solved (see ``IKNode._on_reference_ahead``)."""
+
+    stamp_ns: int
+    times: tuple
+    targets: list  # IKTargets at T and 2T
+    q_init: np.ndarray  # the initial configuration it was solved from (identity)
+    command: np.ndarray  # the previous command its velocities are relative to (identity)
+    first: IKResult
+    second: IKResult
+    positions: list
+    messages: tuple  # (JointTrajectory, Float64MultiArray, JointState or None)
+
+    def matches(self, now: int, times, targets: list, q_init: np.ndarray, command: np.ndarray) -> bool:
+        """Whether the tick ``now`` would solve exactly this problem."""
+        return (self.stamp_ns == now and self.times == tuple(times) and self.q_init is q_init
+                and self.command is command and all(a.same_as(b) for a, b in zip(self.targets, targets)))
 
 
 class IKNode(GraphNode):
@@ -311,6 +342,9 @@ class IKNode(GraphNode):
         self._pose_targets: Optional[tuple] = None  # (stamp, timeline, times, targets without CoM): prepared
         self.resyncs = 0
         self.prepared = 0  # support corrections done in the sensor callback, ahead of their reference
+        self._ahead: Optional[_Ahead] = None  # the tick of a reference announced ahead, solved
+        self._announced: Optional[tuple] = None  # (stamp, times, coms) of the last reference announced
+        self.ahead_ticks = 0  # ticks that published the solution of their announced reference
 
         p = params
         qos, plan_qos = reliable_qos(), LATCHED_QOS
@@ -324,6 +358,9 @@ class IKNode(GraphNode):
                                                  stream_input_qos())
         sensor_sub = self.create_subscription(SensorState, p.sensor_topic, self._on_sensor_state,
                                               stream_input_qos())
+        if p.solve_ahead:
+            self.create_subscription(ComReference, p.reference_ahead_topic, self._on_reference_ahead,
+                                     stream_input_qos())
         #: TickTiming.trigger per tick source: the resolved input topic.
         self._triggers = {"reference": reference_sub.topic_name, "sensor": sensor_sub.topic_name}
         self.create_service(ExecGesture, "ik/exec_gesture", self._on_exec_gesture)
@@ -627,6 +664,17 @@ class IKNode(GraphNode):
         except WalkMpcError:
             return
         self._pose_targets = (now, self._timeline, times, targets)
+        announced = self._announced
+        if announced is not None and announced[0] == now:
+            # The sample may change what the announced reference's tick solves (a support correction moves
+            # a target, a support change re-syncs): then solve it again now, still ahead of the reference.
+            try:
+                targets, _, q_init, _ = self._problem(now, announced[1], announced[2], sample)
+            except WalkMpcError:
+                return
+            ahead = self._ahead
+            if ahead is None or not ahead.matches(now, announced[1], targets, q_init, self._command):
+                self._solve_ahead(now, announced[1], announced[2], sample)
 
     def _tick(self, now: int, times: list[float], coms: list, start: float,
               source: str = "reference") -> None:
@@ -646,47 +694,104 @@ class IKNode(GraphNode):
                 f"{self.params.reference_timeout} s): holding the posture")
         self._tick_source = source
         t = self._plan_time(now)
-        walking = self._walking_at(t)
         sample = self._sample_at(now)
+        if self._walking_at(t):
+            self._standing = None
+            if sample is not None:
+                self._correct_support(t, sample)
         try:
-            if walking:
-                self._standing = None
-                if sample is not None:
-                    self._correct_support(t, sample)
-                prepared = self._pose_targets
-                if (prepared is not None and prepared[0] == now and prepared[1] is self._timeline
-                        and prepared[2] == tuple(times)):  # built in the sensor callback
-                    targets = [with_com(pose, com) for pose, com in zip(prepared[3], coms)]
-                else:
-                    targets = [walk_targets(self._timeline, t + dt, com, self._torso_tilt)
-                               for dt, com in zip(times, coms)]
-                stance = self._walking_stance(t)
-            else:
-                standing = self._standing_targets()
-                targets = [standing.targets(com_position=com) for com in coms]
-                stance = tuple(range(len(self.robot.foot_frames)))  # every foot on the ground
+            targets, stance, q_init, resync = self._problem(now, times, coms, sample)
         except WalkMpcError as exc:
             raise _Hold(STATUS_TARGETS_ERROR, f"cannot build the IK targets: {exc}") from None
-        # Initial guess: the last tick's solution at 2T, the posture planned for this tick's T (0-1
-        # Gauss-Newton steps instead of 2 while walking); the measured configuration at a support change.
-        q_init = self._q if self._q_ahead is None else self._q_ahead
-        if self._stance is not None and stance != self._stance and self._measured_joints is not None:
-            # support change: re-sync (seed 001)
-            q_init = (self._measured_configuration(self._q) if sample is None
-                      else self._sample_configuration(sample))
-            self.resyncs += 1
+        self.resyncs += resync
         self._stance = stance
-        first, second = self._solve(targets, q_init)
-        positions = [self._positions(first.q), self._positions(second.q)]
-        previous = self._command
-        velocities = [(positions[1] - previous) / times[1],
-                      (positions[1] - positions[0]) / (times[1] - times[0])]
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and ahead.matches(now, times, targets, q_init, self._command):
+            first, second, positions, messages = ahead.first, ahead.second, ahead.positions, ahead.messages
+            self.ahead_ticks += 1
+        else:
+            first, second = self._solve(targets, q_init)
+            positions, messages = self._command_messages(now, times, first, second)
         self._q = np.array(first.q)
         self._q_ahead = np.array(second.q)
         self._command = positions[0]
         self._last_tick_ns = now
-        self._publish(now, times, positions, velocities)
+        self._send(messages)
         self._publish_timing(now, STATUS_OK, first.solve_time + second.solve_time, start, source)
+
+    def _problem(self, now: int, times, coms: list, sample: Optional[tuple]) -> tuple:
+        """What the tick ``now`` solves (after its support correction): the targets at T and 2T, the stance
+        feet, the initial configuration, and whether that is a re-sync (a support change: seed 001).
+        Raises WalkMpcError when the targets cannot be built."""
+        t = self._plan_time(now)
+        if self._walking_at(t):
+            prepared = self._pose_targets
+            if (prepared is not None and prepared[0] == now and prepared[1] is self._timeline
+                    and prepared[2] == tuple(times)):  # built in the sensor callback
+                targets = [with_com(pose, com) for pose, com in zip(prepared[3], coms)]
+            else:
+                targets = [walk_targets(self._timeline, t + dt, com, self._torso_tilt)
+                           for dt, com in zip(times, coms)]
+            stance = self._walking_stance(t)
+        else:
+            standing = self._standing_targets()
+            targets = [standing.targets(com_position=com) for com in coms]
+            stance = tuple(range(len(self.robot.foot_frames)))  # every foot on the ground
+        # Initial guess: the last tick's solution at 2T, the posture planned for this tick's T (0-1
+        # Gauss-Newton steps instead of 2 while walking); the measured configuration at a support change.
+        q_init = self._q if self._q_ahead is None else self._q_ahead
+        resync = self._stance is not None and stance != self._stance and self._measured_joints is not None
+        if resync:
+            q_init = (self._measured_configuration(self._q) if sample is None
+                      else self._sample_configuration(sample))
+        return targets, stance, q_init, resync
+
+    def _solve_ahead(self, now: int, times: tuple, coms: list, sample: Optional[tuple]) -> None:
+        """Solve the tick ``now`` for an announced reference ``(times, coms)`` and keep it for the tick
+        (:class:`_Ahead`); with ``sample`` None, not at a support change (its re-sync needs the sample)."""
+        self._ahead = None
+        try:
+            targets, _, q_init, resync = self._problem(now, times, coms, sample)
+            if resync and sample is None:
+                return
+            first, second = self._solve(targets, q_init)
+        except (_Hold, WalkMpcError):
+            return  # the tick meets the same problem and reports it
+        positions, messages = self._command_messages(now, times, first, second)
+        self._ahead = _Ahead(now, tuple(times), targets, q_init, self._command, first, second, positions,
+                             messages)
+
+    def _on_reference_ahead(self, msg: ComReference) -> None:
+        """Solve the tick of a reference the mpc_planner announces ahead (its solve prepared on the sample
+        before the tick), while no tick is waiting: :meth:`_tick` publishes it when the tick's reference,
+        targets, initial configuration and previous command are exactly these. Only while references
+        drive the ticks, on the installed plan. When the tick's own sample changes the problem (a support
+        correction moves a target; a support change re-syncs from that sample), :meth:`_prepare_tick`
+        solves the announced reference again on arrival of that sample, still before the reference."""
+        self._ahead = self._announced = None
+        if (self._tick_source != "reference" or self._pending or self._q is None
+                or self._measured_joints is None):
+            return
+        now = stamp_ns(msg.header.stamp)
+        if self._last_tick_ns is not None and now <= self._last_tick_ns:
+            return
+        try:
+            times, coms = self._parse_reference(msg)
+        except _Hold:
+            return
+        if self._plan_id is not None and int(msg.plan_id) != self._plan_id:
+            return
+        self._announced = (now, tuple(times), coms)
+        self._solve_ahead(now, times, coms, None)
+
+    def _command_messages(self, now: int, times, first: IKResult, second: IKResult) -> tuple[list, tuple]:
+        """Commanded positions at T and 2T and the messages of the tick ``now`` (velocities relative to the
+        previous command)."""
+        positions = [self._positions(first.q), self._positions(second.q)]
+        previous = self._command
+        velocities = [(positions[1] - previous) / times[1],
+                      (positions[1] - positions[0]) / (times[1] - times[0])]
+        return positions, self._messages(now, times, positions, velocities)
 
     def _correct_support(self, t: float, sample: tuple) -> bool:
         """The shared support-foot correction policy on this tick's sample; True if it corrected."""
@@ -724,12 +829,12 @@ class IKNode(GraphNode):
         held = self._command
         zero = np.zeros_like(held)
         self._last_tick_ns = now
-        self._publish(now, [period, 2.0 * period], [held, held], [zero, zero])
+        self._send(self._messages(now, [period, 2.0 * period], [held, held], [zero, zero]))
         self._publish_timing(now, status, 0.0, start, source)
 
     # ------------------------------------------------------------------ outputs
-    def _publish(self, now: int, times, positions, velocities) -> None:
-        """The trajectory first (the critical message), then the commands and joint states."""
+    def _messages(self, now: int, times, positions, velocities) -> tuple:
+        """JointTrajectory, joint commands and JointState (None if not published) of a tick."""
         trajectory = JointTrajectory()
         trajectory.header.stamp = time_msg(now)
         trajectory.joint_names = self._joint_name_list
@@ -738,14 +843,21 @@ class IKNode(GraphNode):
             JointTrajectoryPoint(positions=p, velocities=_doubles(v), time_from_start=duration_msg(dt))
             for dt, p, v in zip(times, points, velocities)
         ]
-        self._trajectory_pub.publish(trajectory)
-        self._commands_pub.publish(Float64MultiArray(data=points[0]))
+        state = None
         if self._states_pub is not None:
             state = JointState()
             state.header.stamp = time_msg(now + int(round(times[0] * 1e9)))
             state.name = self._joint_name_list
             state.position = points[0]
             state.velocity = trajectory.points[0].velocities
+        return trajectory, Float64MultiArray(data=points[0]), state
+
+    def _send(self, messages: tuple) -> None:
+        """The trajectory first (the critical message), then the commands and joint states."""
+        trajectory, commands, state = messages
+        self._trajectory_pub.publish(trajectory)
+        self._commands_pub.publish(commands)
+        if state is not None:
             self._states_pub.publish(state)
 
     def _publish_timing(self, now: int, status: int, solve_time: float, start: float, source: str) -> None:

@@ -102,8 +102,8 @@ WARNING_PERIOD = 1.0  # [s] minimum interval between two warnings of the same ki
 PREVIEW_DELAY = 0.005  # [s] wall time from a tick to its preview publication (off the critical path)
 
 _NS = 1_000_000_000
-_TOPICS = ("sensor_topic", "plan_topic", "reference_topic", "com_path_topic", "zmp_path_topic",
-           "markers_topic", "timing_topic", "frame_id")
+_TOPICS = ("sensor_topic", "plan_topic", "reference_topic", "reference_ahead_topic", "com_path_topic",
+           "zmp_path_topic", "markers_topic", "timing_topic", "frame_id")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,6 +127,8 @@ class MpcPlannerNodeParameters:
         sensor_topic: SensorState input.
         plan_topic: FootstepPlan input (transient local).
         reference_topic: ComReference output.
+        reference_ahead_topic: ComReference output of each prepared tick, published when it is prepared
+            (stamped with the tick's expected sample stamp), so that the ik can solve it ahead as well.
         com_path_topic: Predicted CoM (nav_msgs/Path) output.
         zmp_path_topic: Predicted ZMP (nav_msgs/Path) output.
         markers_topic: MarkerArray output.
@@ -146,6 +148,7 @@ class MpcPlannerNodeParameters:
     sensor_topic: str = "sensor_state"
     plan_topic: str = "walk/plan"
     reference_topic: str = "mpc/com_reference"
+    reference_ahead_topic: str = "mpc/com_reference_ahead"
     com_path_topic: str = "mpc/com_path"
     zmp_path_topic: str = "mpc/zmp_path"
     markers_topic: str = "mpc/markers"
@@ -252,6 +255,9 @@ class MpcPlannerNode(GraphNode):
         p = params
         qos, plan_qos = reliable_qos(), LATCHED_QOS
         self._reference_pub = self.create_publisher(ComReference, p.reference_topic, qos)
+        self._reference_ahead_pub = (self.create_publisher(ComReference, p.reference_ahead_topic, qos)
+                                     if p.prepare_ahead else None)
+        self._ahead: Optional[tuple] = None  # (prepared output, its ComReference message)
         self._timing_pub = self.create_publisher(TickTiming, p.timing_topic, qos)
         self._com_path_pub = self.create_publisher(Path, p.com_path_topic, qos)
         self._zmp_path_pub = self.create_publisher(Path, p.zmp_path_topic, qos)
@@ -357,11 +363,17 @@ class MpcPlannerNode(GraphNode):
         tick would replace the timeline: nothing to prepare then."""
         if self._pending is not None or self.planner.timeline is None:
             return
+        self._ahead = None
         try:
-            self.planner.prepare((tick_ns - self._origin_ns) / _NS)
+            if not self.planner.prepare((tick_ns - self._origin_ns) / _NS):
+                return
         except Exception as exc:  # noqa: BLE001  (the tick meets the same problem and reports it)
             self.get_logger().warning(f"MPC not prepared for the tick at {tick_ns / _NS:.3f} s: {exc!r}",
                                       throttle_duration_sec=WARNING_PERIOD)
+            return
+        out = self.planner.prepared_output
+        self._ahead = (out, self._reference_msg(time_msg(tick_ns), out))
+        self._reference_ahead_pub.publish(self._ahead[1])
 
     def _install_plan(self) -> None:
         pending, self._pending = self._pending, None
@@ -410,13 +422,20 @@ class MpcPlannerNode(GraphNode):
 
     # ------------------------------------------------------------------ outputs
     def _publish_reference(self, msg: SensorState, out: PlannerOutput) -> None:
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and ahead[0] is out:  # the prepared solve, announced: the same message
+            self._reference_pub.publish(ahead[1])
+            return
+        self._reference_pub.publish(self._reference_msg(msg.header.stamp, out))
+
+    def _reference_msg(self, stamp: Time, out: PlannerOutput) -> ComReference:
         reference = ComReference(plan_id=self._plan_id, time_from_stamp=list(self._times),
                                  com_position=[point(c) for c in out.com_targets],
                                  com_velocity=[vector3(v) for v in out.com_velocity_targets],
                                  zmp=[point(z) for z in out.zmp_targets])
-        reference.header.stamp = msg.header.stamp
+        reference.header.stamp = stamp
         reference.header.frame_id = self.params.frame_id
-        self._reference_pub.publish(reference)
+        return reference
 
     def _publish_timing(self, now: int, status: int, solve_time: float, start: float) -> None:
         timing = TickTiming(component="mpc", solve_time=float(solve_time), status=int(status),
