@@ -668,13 +668,7 @@ class IKNode(GraphNode):
         if announced is not None and announced[0] == now:
             # The sample may change what the announced reference's tick solves (a support correction moves
             # a target, a support change re-syncs): then solve it again now, still ahead of the reference.
-            try:
-                targets, _, q_init, _ = self._problem(now, announced[1], announced[2], sample)
-            except WalkMpcError:
-                return
-            ahead = self._ahead
-            if ahead is None or not ahead.matches(now, announced[1], targets, q_init, self._command):
-                self._solve_ahead(now, announced[1], announced[2], sample)
+            self._solve_ahead(now, announced[1], announced[2], sample)
 
     def _tick(self, now: int, times: list[float], coms: list, start: float,
               source: str = "reference") -> None:
@@ -719,10 +713,11 @@ class IKNode(GraphNode):
         self._send(messages)
         self._publish_timing(now, STATUS_OK, first.solve_time + second.solve_time, start, source)
 
-    def _problem(self, now: int, times, coms: list, sample: Optional[tuple]) -> tuple:
+    def _problem(self, now: int, times, coms: list, sample: Optional[tuple], latest: bool = True) -> tuple:
         """What the tick ``now`` solves (after its support correction): the targets at T and 2T, the stance
-        feet, the initial configuration, and whether that is a re-sync (a support change: seed 001).
-        Raises WalkMpcError when the targets cannot be built."""
+        feet, the initial configuration, and whether that is a re-sync (a support change: seed 001). A
+        re-sync without ``sample`` uses the latest one, or with ``latest`` false gives no initial
+        configuration (None). Raises WalkMpcError when the targets cannot be built."""
         t = self._plan_time(now)
         if self._walking_at(t):
             prepared = self._pose_targets
@@ -742,17 +737,23 @@ class IKNode(GraphNode):
         q_init = self._q if self._q_ahead is None else self._q_ahead
         resync = self._stance is not None and stance != self._stance and self._measured_joints is not None
         if resync:
-            q_init = (self._measured_configuration(self._q) if sample is None
-                      else self._sample_configuration(sample))
+            if sample is not None:
+                q_init = self._sample_configuration(sample)
+            else:
+                q_init = self._measured_configuration(self._q) if latest else None
         return targets, stance, q_init, resync
 
     def _solve_ahead(self, now: int, times: tuple, coms: list, sample: Optional[tuple]) -> None:
         """Solve the tick ``now`` for an announced reference ``(times, coms)`` and keep it for the tick
-        (:class:`_Ahead`); with ``sample`` None, not at a support change (its re-sync needs the sample)."""
-        self._ahead = None
+        (:class:`_Ahead`), unless the kept one is that very problem already; with ``sample`` None, not at a
+        support change (its re-sync needs the tick's sample)."""
+        ahead, self._ahead = self._ahead, None
         try:
-            targets, _, q_init, resync = self._problem(now, times, coms, sample)
-            if resync and sample is None:
+            targets, _, q_init, _ = self._problem(now, times, coms, sample, latest=False)
+            if q_init is None:
+                return
+            if ahead is not None and ahead.matches(now, times, targets, q_init, self._command):
+                self._ahead = ahead
                 return
             first, second = self._solve(targets, q_init)
         except (_Hold, WalkMpcError):
