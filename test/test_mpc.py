@@ -2,6 +2,7 @@
 
 import dataclasses
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -72,6 +73,41 @@ def test_exact_backend_matches_daqp_on_rotated_coupled_boxes(exact_impl):
         np.testing.assert_allclose(a.jerk, b.jerk, atol=1e-6)
         np.testing.assert_allclose(a.zmp, b.zmp, atol=1e-9)
         assert preview.violation(a.zmp).max() < 1e-10
+
+
+def test_exact_backend_warm_started_with_every_bound_solves_within_its_arrays(exact_impl):
+    """Regression, recorded in the graph: after a simulator restart moved the robot 0.7 m from its plan, the
+    planned CoM state ran ~100 m away from the support box, which pins every ZMP of the window to a bound
+    (a working set of all 2N bounds). With that warm start, roundoff on a bound already in the working set
+    made the loop add it again: past the 2N entries of the compiled kernel's arrays (heap corruption, a
+    crash at the process' exit), or a failed solve. Bounds in the working set are no longer candidates."""
+    case = np.load(Path(__file__).resolve().parent / "data" / "exact_full_working_set.npz")
+    params = MpcParameters(com_height=0.8767)
+    mpc = Mpc(params, first_interval=0.02)
+    n = mpc.horizon
+    active, sides = case["active"], case["sides"]
+    assert sorted(active.tolist()) == list(range(2 * n))  # every bound, as recorded
+    preview = Preview(mpc.durations, case["angles"], case["lower"], case["upper"], case["zmp_ref"])
+    if exact_impl == "kernel":
+        from walk_mpc.core import mpc_exact_kernel
+
+        backend = mpc._backend
+        work = [np.array(a) for a in (active, sides, backend.mw, backend.k_inv, backend.k_work)]
+        # the kernel's own source under numpy's bounds checks (compiled, it would write out of range)
+        status, count, _ = mpc_exact_kernel.exact_tick.py_func(
+            backend.k_consts, backend.k_dyn, backend.zeta, case["x0"], preview.zmp_ref, preview.lower,
+            preview.upper, preview.angles, work[0], work[1], 2 * n, backend.shift, backend.max_iterations,
+            work[2], work[3], work[4], np.empty((5 * n, 2)))
+        assert (status, count) == (0, 2 * n)
+        mpc._backend.restore((2 * n, active, sides))
+    else:
+        mpc._backend.restore((2 * n, tuple(active.tolist()), tuple(sides.tolist())))
+    plan = mpc.solve(case["x0"], preview)
+    assert plan.status is PlanStatus.SOLVED
+    assert preview.violation(plan.zmp).max() < 1e-9
+    daqp = Mpc(dataclasses.replace(params, backend="daqp"), first_interval=0.02).solve(case["x0"], preview)
+    assert daqp.status is PlanStatus.SOLVED
+    np.testing.assert_allclose(plan.zmp, daqp.zmp, atol=1e-6)
 
 
 def test_plan_is_self_consistent_and_shifts_by_one_interval(walk):

@@ -279,6 +279,8 @@ def _dual_active_set(mat, ws, bounds, active, sides, max_iterations):
         w = ws.copy()
     over = w - hi
     under = lo - w
+    over[index] = -math.inf
+    under[index] = -math.inf
     pu = over.argmax()
     pl = under.argmax()
     if over[pu] <= _PRIMAL_TOL and under[pl] <= _PRIMAL_TOL:
@@ -291,6 +293,8 @@ def _dual_active_set(mat, ws, bounds, active, sides, max_iterations):
     while True:
         over = w - hi
         under = lo - w
+        over[index] = -math.inf  # a bound in the working set holds by construction: only roundoff there
+        under[index] = -math.inf
         pu = int(over.argmax())
         pl = int(under.argmax())
         if over[pu] >= under[pl]:

@@ -216,11 +216,18 @@ def exact_tick(consts, dyn, zeta, x0, zref, lower, upper, angles,
         w[k] = v
     iterations = 0
     checked = False
+    inactive = work[10]  # 1.0 where the bound is not in the working set (an active one holds by construction)
     while True:
+        for k in range(size):
+            inactive[k] = 1.0
+        for t in range(count):
+            inactive[active[t]] = 0.0
         p = -1
         viol = PRIMAL_TOL
         sp = 1.0
         for k in range(size):
+            if inactive[k] == 0.0:
+                continue
             if w[k] - hi[k] > viol:
                 viol = w[k] - hi[k]
                 p = k
@@ -240,7 +247,7 @@ def exact_tick(consts, dyn, zeta, x0, zref, lower, upper, angles,
         lam_p = 0.0
         while True:
             iterations += 1
-            if iterations > max_iterations:
+            if iterations > max_iterations or count >= size:  # (count < size always holds: p is inactive)
                 return 2, 0, iterations
             for t in range(count):
                 tmp[t] = _mget(m, mw, coupled, active[t], p)

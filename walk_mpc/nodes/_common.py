@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import faulthandler
 import gc
 import os
 import sys
@@ -334,6 +335,7 @@ def apply_realtime_priority(node: Node) -> Optional[int]:
 
 def run_guarded(body: Callable[[], None], args: Optional[Sequence[str]] = None) -> int:
     """Init rclpy, run ``body`` (which spins), and shut down; exit code 2 on a configuration error."""
+    faulthandler.enable()
     rclpy.init(args=args)
     code = 0
     try:
@@ -359,6 +361,7 @@ def run(
     A configuration error (bad parameter, unknown key, missing file) is logged with its message and the
     process exits with code 2 instead of a traceback. SIGINT and external shutdown end the process cleanly.
     """
+    faulthandler.enable()  # a fatal signal in native code (solver, DDS) prints the Python stacks to stderr
     rclpy.init(args=args)
     node = None
     code = 0
