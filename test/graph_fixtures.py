@@ -680,7 +680,8 @@ def scenario_ik_restart(client: GraphClient, control: GraphControl) -> None:
 
 def scenario_sensor_timeout(client: GraphClient, control: GraphControl) -> None:
     """Test 7: the sim stops mid-walk -> the walk ends at once with SENSOR_TIMEOUT, the plan stops walking,
-    the other nodes keep running; the sim is restarted afterwards."""
+    the other nodes keep running. The sim is restarted: the robot is back at its initial pose, away from
+    where the plan left it; the graph re-anchors Stand at the measured feet and walks from there."""
     from action_msgs.msg import GoalStatus
 
     client.wait_standing()
@@ -704,11 +705,18 @@ def scenario_sensor_timeout(client: GraphClient, control: GraphControl) -> None:
     client.wait_until(lambda: len(client.plans) > plans_before and not client.plans[-1].walking,
                       "walk/plan republished with walking false")
     assert set(control.exited()) == {"sim"}, control.diagnose()
+    plans_before = len(client.plans)
     control.start("sim")
     count = client.sensor_count
     client.wait_until(lambda: client.sensor_count > count + 10, "SensorState after the sim restart",
                       STARTUP_TIMEOUT)
+    client.wait_until(lambda: len(client.plans) > plans_before, "Stand re-anchored at the measured feet",
+                      STARTUP_TIMEOUT)
+    left, right = client.feet()
+    assert abs(left.position[0]) < 0.05 and abs(right.position[0]) < 0.05, (left, right)  # the sim's start
     client.wait_standing()
+    outcome, _ = client.walk(client.forward_steps(2))
+    assert outcome.status == GoalStatus.STATUS_SUCCEEDED, (outcome, control.diagnose())
 
 
 __all__ = [

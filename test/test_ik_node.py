@@ -308,7 +308,8 @@ def test_in_process_nothing_before_a_state_resync_at_support_changes_holds_witho
 
     context = rclpy.Context()
     rclpy.init(context=context)
-    node = IKNode(IKNodeParameters(), context=context)
+    # Sparse samples (this test drives the ticks by references): no gap between them is an outage.
+    node = IKNode(IKNodeParameters(sensor_timeout=1e3), context=context)
     try:
         published, statuses = [], []
         node._commands_pub.publish = lambda msg: published.append(list(msg.data))
@@ -512,3 +513,64 @@ def test_in_process_a_reference_announced_ahead_is_solved_before_its_tick_with_t
             rclpy.try_shutdown(context=context)
     assert counts[True] > 0.8 * len(runs[True]) and counts[False] == 0
     assert runs[True] == runs[False]  # the same commands either way
+
+
+def test_in_process_samples_resuming_after_an_outage_restart_the_ik_from_the_measured_configuration(talos):
+    """A simulator restarted while standing puts the robot back elsewhere (0.7 m behind, 0.1 m left of the
+    plan's feet). The planner's first reference after the outage can arrive before this node's first sample
+    of it: skipped. That sample (stamps more than sensor_timeout apart) re-initialises the model from the
+    measurement and holds it; the references that follow (CoM where the robot is, same plan) keep the robot
+    standing where it is, not at the plan's feet, until a new plan."""
+    import rclpy
+
+    from walk_mpc.msg import ComReference, SensorState
+    from walk_mpc.nodes.conversions import plan_to_msg, point
+
+    q = talos.reference_configuration()
+    soles = talos.foot_poses(q)
+    left, right = (FootPose(tuple(soles[frame][0]), 0.0) for frame in (talos.left_foot_frame,
+                                                                       talos.right_foot_frame))
+
+    def sample(t, offset):
+        msg = SensorState(joint_names=list(talos.joint_names), joint_pos=talos.actuated_positions(q).tolist(),
+                          base_estimate_valid=True)
+        msg.header.stamp = stamp_of(PLAN_STAMP + t)
+        p, o = msg.base_pose.position, msg.base_pose.orientation
+        p.x, p.y, p.z = map(float, q[0:3] + offset)
+        o.x, o.y, o.z, o.w = map(float, q[3:7])
+        return msg
+
+    def reference(t, offset):
+        com = talos.com(q) + offset
+        msg = ComReference(plan_id=1, time_from_stamp=[T, 2 * T], com_position=[point(com), point(com)])
+        msg.header.stamp = stamp_of(PLAN_STAMP + t)
+        return msg
+
+    context, node, published, statuses = in_process_ik(talos)
+    try:
+        node._on_plan(plan_to_msg(Timeline(left, right, []), 1, False, stamp_of(PLAN_STAMP)))
+        here = np.zeros(3)
+        for k in range(40):  # 0.4 s standing on references
+            node._on_sensor_state(sample(0.01 * k, here))
+            if k % 2 == 0:
+                node._on_reference(reference(0.01 * k, here))
+        assert set(statuses) == {0} and node._tick_source == "reference"
+        count = len(published)
+        moved = np.array([-0.7, 0.1, 0.0])
+        t = 0.4 + 0.8  # the outage
+        node._on_reference(reference(t, moved))  # the planner saw the end of the outage first
+        assert len(published) == count and len(statuses) == count
+        node._on_sensor_state(sample(t, moved))
+        np.testing.assert_allclose(node.configuration[:3], q[:3] + moved, atol=1e-12)
+        measured = talos.actuated_positions(q)
+        np.testing.assert_allclose(published[-1], measured, atol=1e-6)  # the measured posture held
+        for k in range(1, 40):
+            node._on_sensor_state(sample(t + 0.01 * k, moved))
+            if k % 2 == 0:
+                node._on_reference(reference(t + 0.01 * k, moved))
+        assert set(statuses) == {0} and node._tick_source == "reference"
+        np.testing.assert_allclose(published[-1], measured, atol=1e-3)
+        np.testing.assert_allclose(node.configuration[:3], q[:3] + moved, atol=2e-3)
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)

@@ -290,6 +290,7 @@ def run_past_the_second_lift_off(node, reference, timeline):
     while ns <= PLAN_STAMP_NS + round((liftoff + 0.05) * 1e9):
         node._on_sensor_state(sensor_msg(reference, ns))
         ns += HW_NS
+    return ns  # the next sample's stamp
 
 
 def test_next_lift_off_moves_the_landed_step_to_the_measured_sole_and_keeps_later_steps(
@@ -325,10 +326,10 @@ def test_a_longer_plan_of_the_same_walk_keeps_the_corrections(planner_node, refe
     node = planner_node()
     timeline = walk_timeline(reference)
     node._on_plan(plan_msg(timeline))
-    run_past_the_second_lift_off(node, reference, timeline)
+    ns = run_past_the_second_lift_off(node, reference, timeline)
     corrected = node.planner.timeline.steps[0]
     node._on_plan(plan_msg(timeline, plan_id=2))  # e.g. the walk behavior republishing its queue
-    node._on_sensor_state(sensor_msg(reference, PLAN_STAMP_NS + round(4.0 * 1e9)))
+    node._on_sensor_state(sensor_msg(reference, ns + HW_NS))
     assert node.plan_id == 2 and node.planner.timeline.steps[0] == corrected
 
 
@@ -474,3 +475,57 @@ def test_ticks_prepared_on_the_sample_before_publish_what_unprepared_ticks_publi
     assert plain.prepared_ticks == 0
     assert sum(out.feedback_applied for out, _, _ in outputs[plain]) >= 5 and prepared.corrections > 0
     assert prepared.prepared_ticks > 0.8 * prepared.ticks
+
+
+def test_samples_resuming_after_an_outage_restart_the_planner_standing_at_the_measured_feet(
+        planner_node, reference, talos):
+    """A simulator restarted mid-walk puts the robot back elsewhere (here 0.7 m behind and 0.1 m to the
+    left): the first sample after the outage (stamps more than sensor_timeout apart) restarts the planner as
+    the first sample did, standing at the measured feet from the measured CoM at rest, and it stays there
+    until the next plan. A shorter gap (dropped samples) changes nothing."""
+    from walk_mpc.core.mpc import PlanStatus
+
+    node = planner_node()
+    timeline = walk_timeline(reference)
+    node._on_plan(plan_msg(timeline))
+    ns = PLAN_STAMP_NS
+    for _ in range(60):  # into the walk
+        node._on_sensor_state(sensor_msg(reference, ns))
+        ns += HW_NS
+    ns += 15 * HW_NS  # 0.15 s of dropped samples (sensor_timeout 0.25 s): the same walk goes on
+    node._on_sensor_state(sensor_msg(reference, ns))
+    assert len(node.planner.timeline.steps) == 4 and node.last_output.plan.t_start == pytest.approx(
+        (ns - PLAN_STAMP_NS) / 1e9)
+    assert node.last_output.initial_state[1].any()  # moving: not restarted at rest
+    ns += 80 * HW_NS  # 0.8 s outage; the robot is elsewhere
+    q = talos.reference_configuration()
+    shift = np.array([-0.7, 0.1, 0.0])
+    moved = (*reference[:2], (q[0:3] + shift, q[3:7]), *reference[3:])
+    com = talos.com(q) + shift
+    outputs = []
+    for _ in range(100):
+        node._on_sensor_state(sensor_msg(moved, ns))
+        ns += HW_NS
+        if not outputs or node.last_output is not outputs[-1]:
+            outputs.append(node.last_output)
+    restarted = node.planner.timeline
+    assert restarted.steps == () and node.plan_id == 1  # standing, until a new plan
+    standing = restarted.phases[0]
+    for foot, planned in ((standing.left, reference[3]), (standing.right, reference[4])):
+        np.testing.assert_allclose(foot.position[:2], np.array(planned.position[:2]) + shift[:2], atol=1e-9)
+    np.testing.assert_allclose(outputs[0].initial_state[0], com[:2], atol=1e-9)
+    np.testing.assert_array_equal(outputs[0].initial_state[1:], np.zeros((2, 2)))
+    assert all(out.status is PlanStatus.SOLVED for out in outputs)
+    for out in outputs:  # the CoM stays where the robot is (settling between the feet)
+        assert np.abs(out.com_targets[:, :2] - com[:2]).max() < 5e-3
+        assert support_violation(restarted, out.t + node.params.planner.control_period,
+                                 out.zmp_targets[0]) < 1e-9
+    # Another outage, during which the walk_behavior (live again first) started a walk from the measured
+    # feet: the newest plan walks, so the planner follows it, from the measured CoM at rest.
+    ns += 50 * HW_NS
+    feet = [FootPose(tuple(np.array(f.position) + shift), f.yaw) for f in reference[3:5]]
+    node._on_plan(plan_msg(walk_timeline((None, None, None, *feet)), plan_id=2, stamp_ns=ns))
+    node._on_sensor_state(sensor_msg(moved, ns))
+    assert node.plan_id == 2 and len(node.planner.timeline.steps) == 4
+    np.testing.assert_allclose(node.last_output.initial_state[0], com[:2], atol=1e-9)
+    np.testing.assert_array_equal(node.last_output.initial_state[1:], np.zeros((2, 2)))

@@ -565,3 +565,75 @@ def test_node_class_takes_bringup_overrides_and_destroys_cleanly():
             node.destroy()
     finally:
         rclpy.try_shutdown(context=context)
+
+
+def test_in_process_samples_resuming_after_an_outage_reanchor_stand_at_the_measured_feet():
+    """Stamps more than sensor_timeout apart: an outage (a restarted simulator put the robot 0.7 m behind).
+    Standing, the sample after it re-anchors Stand at the measured feet (a new plan); a walk the steady-clock
+    timer has not stopped yet (no executor spins here) ends with SENSOR_TIMEOUT first. A shorter gap
+    (dropped samples) changes nothing."""
+    import numpy as np
+    import rclpy
+    from rclpy.parameter import Parameter
+
+    from walk_mpc.core.robot import RobotModel
+    from walk_mpc.core.walk_behavior import Behavior
+    from walk_mpc.msg import SensorState
+    from walk_mpc.nodes.walk_behavior import NODE_CLASS
+
+    robot = RobotModel()
+    q = robot.reference_configuration()
+    joints = robot.joint_positions(q)
+    soles = robot.foot_poses(q)
+    left_x = soles[robot.left_foot_frame][0][0]
+
+    def sample(ns, offset):
+        msg = SensorState(joint_names=list(joints), joint_pos=list(joints.values()), base_estimate_valid=True)
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(ns, NS)
+        p, o = msg.base_pose.position, msg.base_pose.orientation
+        p.x, p.y, p.z = map(float, np.asarray(q[0:3]) + offset)
+        o.x, o.y, o.z, o.w = map(float, q[3:7])
+        return msg
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        node = NODE_CLASS(parameter_overrides=[Parameter("sensor_timeout", value=0.25)], context=context)
+        plans = []
+        node._plan_pub.publish = plans.append
+        try:
+            ns, here, moved = 1000 * NS, np.zeros(3), np.array([-0.7, 0.1, 0.0])
+            for _ in range(10):
+                node._on_sensor_state(sample(ns, here))
+                ns += SAMPLE_PERIOD_NS
+            assert len(plans) == 1 and plans[0].left_start_position.x == pytest.approx(left_x, abs=1e-9)
+            ns += 15 * SAMPLE_PERIOD_NS  # 0.15 s of dropped samples: nothing happens
+            node._on_sensor_state(sample(ns, here))
+            assert len(plans) == 1
+            ns += 80 * SAMPLE_PERIOD_NS  # 0.8 s outage
+            node._on_sensor_state(sample(ns, moved))
+            assert len(plans) == 2 and plans[-1].walking is False and plans[-1].plan_id == 2
+            assert plans[-1].left_start_position.x == pytest.approx(left_x - 0.7, abs=1e-9)
+            assert plans[-1].right_start_position.y == pytest.approx(
+                soles[robot.right_foot_frame][0][1] + 0.1, abs=1e-9)
+            # Walking when the next outage ends: the walk stops (SENSOR_TIMEOUT), then Stand is re-anchored.
+            with node._lock:
+                start = left_x - 0.7
+                steps = [Step(1, Foot.LEFT, 0.8, (start + 0.1, 0.185, 0.0)),
+                         Step(2, Foot.RIGHT, 0.8, (start + 0.1, -0.085 + 0.1, 0.0))]
+                assert node._core.submit_goal(steps, True, goal_id=b"g").accepted
+                node._publish_plan_if_changed()
+            for _ in range(30):
+                ns += SAMPLE_PERIOD_NS
+                node._on_sensor_state(sample(ns, moved))
+            assert node._core.behavior is Behavior.WALK and plans[-1].walking is True
+            count = len(plans)
+            ns += 50 * SAMPLE_PERIOD_NS
+            node._on_sensor_state(sample(ns, here))
+            assert node._core.behavior is Behavior.STAND
+            assert [p.walking for p in plans[count:]] == [False, False]  # stopped, then re-anchored
+            assert plans[-1].left_start_position.x == pytest.approx(left_x, abs=1e-9)
+        finally:
+            node.destroy()
+    finally:
+        rclpy.try_shutdown(context=context)

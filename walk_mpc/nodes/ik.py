@@ -62,6 +62,13 @@ with the body position held instead of a CoM, restarting from the current postur
 from references (so the posture is held exactly, no jump); during a walk such a tick holds the last
 command instead (:data:`STATUS_REFERENCE_STALE`).
 
+Outage: two consecutive SensorState stamps more than ``sensor_timeout`` apart (a restarted simulator or
+state estimator: the robot may have moved or been reset meanwhile) restart the node from the sample after
+it as from the first one: the model re-initialised from the measurement, the measured posture held until
+the mpc_planner's references come again, and the standing feet taken from the posture until a new plan
+arrives (the walk_behavior re-anchors Stand at the measured feet). References resuming after an outage
+before this node has a sample of their time are skipped (the planner saw the outage end first).
+
 References before the first sensor sample (nothing valid to solve from, e.g. just after a restart) and
 references naming a plan this node never received (in flight across a restart) are skipped without a
 status: they are not failures, and a planner stuck on such a plan makes the references stale.
@@ -167,6 +174,8 @@ class IKNodeParameters:
         control_period: Control period T [s] (trajectory times of holds and sensor-driven ticks).
         reference_timeout: Sensor time without ComReference after which SensorState drives the
             ticks [s].
+        sensor_timeout: Two consecutive SensorState stamps further apart [s] are an outage (see the
+            module docstring).
         publish_joint_states: Whether to publish ``joint_states``.
         support_correction_enabled: Walk on the support-corrected timeline (as the mpc_planner).
         support_shift_later_steps: The correction also translates later steps (as the mpc_planner).
@@ -190,6 +199,7 @@ class IKNodeParameters:
     joint_names: tuple[str, ...] = ()
     control_period: float = 0.02
     reference_timeout: float = 0.1
+    sensor_timeout: float = 0.25
     publish_joint_states: bool = True
     support_correction_enabled: bool = True
     support_shift_later_steps: bool = False
@@ -210,6 +220,7 @@ class IKNodeParameters:
             raise ParameterError("joint_names", self.joint_names, "distinct joint names")
         check_positive("control_period", self.control_period)
         check_positive("reference_timeout", self.reference_timeout)
+        check_positive("sensor_timeout", self.sensor_timeout)
         for name in ("publish_joint_states", "support_correction_enabled", "support_shift_later_steps",
                      "support_measured_height", "solve_ahead"):
             if not isinstance(getattr(self, name), bool):
@@ -314,6 +325,8 @@ class IKNode(GraphNode):
         self._torso_tilt = yaw_free(self.robot.frame_pose(reference, self.robot.torso_frame)[1])
         self._period_ns = int(round(params.control_period * 1e9))
         self._timeout_ns = int(round(params.reference_timeout * 1e9))
+        self._outage_ns = int(round(params.sensor_timeout * 1e9))
+        self._posture_feet_plan: Optional[int] = None  # after an outage: plan whose feet are not used
 
         self._q: Optional[np.ndarray] = None  # model configuration: the posture commanded for now
         self._q_ahead: Optional[np.ndarray] = None  # the last tick's solution at 2T: this tick's T
@@ -504,7 +517,8 @@ class IKNode(GraphNode):
         """
         if self._standing is None:
             planned = None
-            if self._timeline is not None and self.robot.is_biped and self._tick_source != "sensor":
+            if (self._timeline is not None and self.robot.is_biped and self._tick_source != "sensor"
+                    and self._plan_id != self._posture_feet_plan):
                 final = self._timeline.phases[-1]
                 planned = {self.robot.left_foot_frame: pose_matrix(final.left.position, final.left.yaw),
                            self.robot.right_foot_frame: pose_matrix(final.right.position, final.right.yaw)}
@@ -575,6 +589,8 @@ class IKNode(GraphNode):
         self._measured_joints = joints
         self._measured_base = base
         now = stamp_ns(msg.header.stamp)
+        if self._samples and now - self._latest_sample_ns > self._outage_ns:
+            self._resume(now, now - self._latest_sample_ns)
         self._samples[now] = (joints, base)
         self._latest_sample_ns = now
         while len(self._samples) > MAX_SAMPLES:
@@ -587,13 +603,37 @@ class IKNode(GraphNode):
         elif due:
             self._prepare_tick(now)
 
+    def _resume(self, now: int, gap_ns: int) -> None:
+        """The samples resumed at ``now`` after an outage of ``gap_ns``: forget the state built on the samples
+        before it, so that this sample restarts the node as the first one did (see the module docstring).
+        The references get ``reference_timeout`` to come again before a walk reports them stale (the
+        planner may see the end of the outage later: DDS discovery of a restarted publisher)."""
+        self._q = None
+        self._initialised_measured = False
+        self._q_ahead = None
+        self._standing = None
+        self._stance = None
+        self._samples.clear()
+        self._sample_q = None
+        self._pose_targets = None
+        self._ahead = None
+        self._announced = None
+        self._last_reference_ns = None
+        self._last_tick_ns = None
+        self._grace_until_ns = now + self._timeout_ns
+        self._posture_feet_plan = self._plan_id
+        self.get_logger().warning(
+            f"SensorState resumed after {gap_ns * 1e-9:.3f} s without samples (sensor_timeout "
+            f"{self.params.sensor_timeout} s): restarting from the measured configuration")
+
     def _on_reference(self, msg: ComReference) -> None:
         start = time.perf_counter()
         now = stamp_ns(msg.header.stamp)
-        if self._measured_joints is None:
+        if self._measured_joints is None or self._after_unseen_outage(now):
             # No measurement yet (e.g. this node was just restarted and the planner's references were
-            # discovered before the sensor stream): nothing valid to solve from, publish nothing.
-            self.get_logger().info("reference ignored until the first sensor sample",
+            # discovered before the sensor stream), or the references resume after an outage whose end this
+            # node has not measured yet: nothing valid to solve from, publish nothing.
+            self.get_logger().info("reference ignored until its sensor sample",
                                    throttle_duration_sec=WARNING_PERIOD)
             return
         self._initialise()
@@ -607,6 +647,13 @@ class IKNode(GraphNode):
             self._tick(now, times, coms, start)
         except _Hold as hold:
             self._hold(now, hold.status, str(hold), start, "reference")
+
+    def _after_unseen_outage(self, now: int) -> bool:
+        """Whether a reference stamped ``now`` follows the previous one after an outage (stamps more than
+        ``sensor_timeout`` apart) while this node has no sample of that time yet."""
+        last = self._last_reference_ns
+        return (last is not None and now - last > self._outage_ns
+                and now - self._latest_sample_ns > self._outage_ns)
 
     def _parse_reference(self, msg: ComReference) -> tuple[list[float], list[np.ndarray]]:
         """The first two (time [s], CoM [m]) of a reference, validated; raises _Hold otherwise."""
@@ -774,7 +821,7 @@ class IKNode(GraphNode):
                 or self._measured_joints is None):
             return
         now = stamp_ns(msg.header.stamp)
-        if self._last_tick_ns is not None and now <= self._last_tick_ns:
+        if self._last_tick_ns is not None and now <= self._last_tick_ns or self._after_unseen_outage(now):
             return
         try:
             times, coms = self._parse_reference(msg)

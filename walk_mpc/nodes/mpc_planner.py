@@ -14,7 +14,10 @@ Topics (relative names, QoS reliable depth 10 unless said; defaults of :class:`M
   callback wakes the control thread every 2nd 10 ms cycle). Samples whose stamp does not increase are
   ignored. Each tick
 
-  1. installs a new plan if one arrived; before any plan, a standing timeline at the measured feet;
+  1. installs a new plan if one arrived; before any plan, a standing timeline at the measured feet. The
+     first sample after an outage (stamps more than ``sensor_timeout`` apart: a restarted simulator or
+     state estimator, the robot possibly elsewhere) restarts the planner from the measured CoM at rest,
+     standing at the measured feet until the next plan, unless a plan received during the outage walks now;
   2. estimates the measured state (:func:`~walk_mpc.core.state_estimation.estimate_state`, positions
      only: CoM and soles): joints + base estimate when ``base_estimate_valid``, else the base placed by a
      stance sole at its planned pose;
@@ -121,6 +124,10 @@ class MpcPlannerNodeParameters:
         support_shift_later_steps: The correction also translates every later step.
         support_measured_height: The corrected pose takes the measured sole height (else the planned).
         publish_preview_every: Ticks between two publications of the paths and markers (0: never).
+        sensor_timeout: Two consecutive SensorState stamps further apart [s] are an outage (a restarted
+            simulator or state estimator): the sample after it restarts the planner from the measured CoM at
+            rest, standing at the measured feet until the next plan (unless a plan received during the
+            outage walks now).
         prepare_ahead: Solve each tick's MPC on the sample before it (:meth:`MpcPlanner.prepare`, no CoM
             feedback assumed); the tick uses that solution when its sample confirms it (the feedback does
             not act, the plan did not change), else it solves as usual. Needs ``samples_per_tick >= 2``.
@@ -145,6 +152,7 @@ class MpcPlannerNodeParameters:
     support_measured_height: bool = False
     publish_preview_every: int = 5
     prepare_ahead: bool = True
+    sensor_timeout: float = 0.25
     sensor_topic: str = "sensor_state"
     plan_topic: str = "walk/plan"
     reference_topic: str = "mpc/com_reference"
@@ -161,6 +169,7 @@ class MpcPlannerNodeParameters:
         if not isinstance(self.robot, RobotModel.Parameters):
             raise ParameterError("robot", self.robot, "a RobotModel.Parameters")
         check_positive("hardware_period", self.hardware_period)
+        check_positive("sensor_timeout", self.sensor_timeout)
         ratio = self.planner.control_period / self.hardware_period
         if round(ratio) < 1 or abs(ratio - round(ratio)) > 1e-6:
             raise ParameterError("hardware_period", self.hardware_period,
@@ -238,6 +247,8 @@ class MpcPlannerNode(GraphNode):
 
         self._origin_ns: Optional[int] = None  # stamp of planner time 0
         self._last_sample_ns: Optional[int] = None
+        self._timeout_ns = int(round(params.sensor_timeout * _NS))
+        self._resume_gap_ns = 0  # stamp gap of an outage the next tick restarts after [ns] (0: none)
         self._last_tick_ns: Optional[int] = None
         self._pending: Optional[PlanMessage] = None  # received, installed at the next tick
         self._plan_id = 0  # installed plan (0: none)
@@ -302,7 +313,10 @@ class MpcPlannerNode(GraphNode):
                 f"SensorState stamp {now / _NS:.9f} s does not follow the previous one "
                 f"{self._last_sample_ns / _NS:.9f} s: sample ignored", throttle_duration_sec=WARNING_PERIOD)
             return
-        self._last_sample_ns = now
+        previous, self._last_sample_ns = self._last_sample_ns, now
+        if previous is not None and now - previous > self._timeout_ns:
+            self._last_tick_ns = None  # this sample ticks and restarts the planner (see _tick)
+            self._resume_gap_ns = now - previous
         if self._last_tick_ns is not None and now - self._last_tick_ns < self._due_ns:
             if self.params.prepare_ahead and now + self._hardware_ns - self._last_tick_ns >= self._due_ns:
                 self._prepare(now + self._hardware_ns)  # the next sample ticks
@@ -330,14 +344,26 @@ class MpcPlannerNode(GraphNode):
         if self._origin_ns is None:
             self._origin_ns = now
         t = (now - self._origin_ns) / _NS
-        self._install_plan()
+        new_plan = self._install_plan()
         measured = self._measure(msg, t)
         planner = self.planner
-        if planner.timeline is None:  # no plan yet: stand at the measured feet
+        gap, self._resume_gap_ns = self._resume_gap_ns, 0
+        # After an outage the robot may be anywhere: restart from the measured CoM, standing at the measured
+        # feet, unless a plan received during the outage walks now (the walk_behavior stops walks at an
+        # outage and starts them on a live stream only: such a plan was made on the samples after it).
+        timeline = planner.timeline
+        stand = timeline is None or gap and not (new_plan and timeline.steps and t < timeline.t_end)
+        if stand:  # no plan yet, or after an outage
             feet = [measured.sole(Foot.LEFT), measured.sole(Foot.RIGHT)]
             planner.set_timeline(self.corrector.set_plan(Timeline(feet[0], feet[1], (), t0=t)))
-        if planner.plan is None:
+        if planner.plan is None or gap:
             planner.reset(measured.com_position[:2])
+        if gap:
+            self._ahead = None
+            self.get_logger().warning(
+                f"SensorState resumed after {gap / _NS:.3f} s without samples (sensor_timeout "
+                f"{self.params.sensor_timeout} s): planner restarted from the measured CoM, "
+                + ("standing at the measured feet" if stand else f"on the walk of plan {self._plan_id}"))
         self._correct_support(measured, t)
         self._stance = planner.timeline.phase_at(t).stance_feet
         out = planner.step(t, measured.com_position if self.params.feedback_enabled else None)
@@ -375,14 +401,16 @@ class MpcPlannerNode(GraphNode):
         self._ahead = (out, self._reference_msg(time_msg(tick_ns), out))
         self._reference_ahead_pub.publish(self._ahead[1])
 
-    def _install_plan(self) -> None:
+    def _install_plan(self) -> bool:
+        """Install the plan received since the last tick, if any; whether one was installed."""
         pending, self._pending = self._pending, None
         if pending is None or pending.plan_id == self._plan_id:
-            return
+            return False
         t0 = (pending.stamp_ns - self._origin_ns) / _NS
         plan = shifted_timeline(pending.timeline, t0, pending.walking)
         self.planner.set_timeline(self.corrector.set_plan(plan))
         self._plan_id = pending.plan_id
+        return True
 
     def _measure(self, msg: SensorState, t: float) -> MeasuredState:
         """Measured state of the sample; raises _Skip on bad input."""

@@ -41,6 +41,10 @@ steady time since the last sample. More than ``sensor_timeout`` while walking en
 once (the behavior cannot advance without a time base): the core goes to Stand at the planned
 feet, the plan is republished with ``walking`` false, and the goal aborts with SENSOR_TIMEOUT.
 A goal arriving before any sample or while the samples are stale ends the same way at once.
+When the samples come back after an outage (two consecutive stamps more than ``sensor_timeout``
+apart: a restarted simulator or state estimator), the robot may have moved or been reset meanwhile:
+a walk still in progress ends with SENSOR_TIMEOUT as above, and Stand is re-anchored at the feet
+measured on the first sample after the outage (a new plan is published).
 
 Measured feet: with ``measure_feet`` true the node loads ``robot`` (RobotModel) and computes the
 sole poses by forward kinematics from the SensorState joints and base estimate on every control
@@ -137,7 +141,8 @@ class WalkBehaviorNodeParameters:
         behavior: Gait timing and step limits of the core state machine.
         robot: Robot model for the measured feet (forward kinematics), used if ``measure_feet``.
         measure_feet: Whether to measure the soles from SensorState by forward kinematics.
-        sensor_timeout: Steady-clock time without SensorState that aborts a walk [s].
+        sensor_timeout: Steady-clock time without SensorState that aborts a walk [s]; two consecutive
+            stamps further apart are an outage (Stand re-anchored at the measured feet).
         control_period: Period of ``walk/status`` and the action feedback in sensor-stamp time,
             and of the steady-clock timeout check [s].
         initial_left_position: Left sole position [m] until a measurement replaces it (world).
@@ -510,6 +515,7 @@ class WalkBehaviorNode(GraphNode):
                     f"{self._last_stamp_ns / _NS:.9f} s: sample ignored",
                     throttle_duration_sec=WARNING_PERIOD)
                 return
+            gap_ns = 0 if first else stamp_ns - self._last_stamp_ns
             self._last_stamp_ns = stamp_ns
             tick = stamp_ns + self._period_ns // 4 >= self._next_tick_ns
             if tick:
@@ -519,6 +525,8 @@ class WalkBehaviorNode(GraphNode):
                 self._measure(msg)
             if first and self._measured is not None:
                 self._core.reset(self._measured[Foot.LEFT], self._measured[Foot.RIGHT])
+            if gap_ns > self.params.sensor_timeout * _NS:
+                self._resume(gap_ns / _NS)
             t = (stamp_ns - self._origin_ns) / _NS
             status = self._core.step(max(0.0, t - self._core.time))
             if status.result is not None:
@@ -526,6 +534,29 @@ class WalkBehaviorNode(GraphNode):
             self._publish_plan_if_changed(status.timeline)
             if tick:
                 self._publish_tick(status)
+
+    def _resume(self, gap: float) -> None:
+        """The stream resumed after ``gap`` [s] without samples: stop a walk the timer has not stopped yet,
+        re-anchor Stand at the measured feet (lock held; this sample was measured)."""
+        topic = self._sensor_sub.topic_name
+        if self._core.behavior is Behavior.WALK:
+            self._stop_for_timeout(f"no SensorState on '{topic}' for {gap:.3f} s (two stamps that far apart; "
+                                   f"sensor_timeout {self.params.sensor_timeout} s)")
+        where = "the planned feet (not measured)"
+        if self._measured is not None:
+            self._core.reset(self._measured[Foot.LEFT], self._measured[Foot.RIGHT])
+            where = "the measured feet"
+        self.get_logger().warning(f"SensorState on '{topic}' resumed after {gap:.3f} s without samples: "
+                                  f"standing at {where}")
+
+    def _stop_for_timeout(self, message: str) -> None:
+        """End the walk in progress with SENSOR_TIMEOUT, behavior Stand at the planned feet (lock held)."""
+        goal, current = self._core.goal_id, self._core.status.current_step_index
+        self._core.reset()
+        message = f"{message}: walk stopped at once, behavior Stand"
+        self.get_logger().error(f"goal {goal_name(goal)}: SENSOR_TIMEOUT: {message}")
+        self._finish(WalkResult(goal, WalkErrorCode.SENSOR_TIMEOUT, message, current))
+        self._publish_plan_if_changed()
 
     def _measure(self, msg: SensorState) -> None:
         """Measured sole poses of the sample by forward kinematics (None without model or base estimate)."""
@@ -620,14 +651,8 @@ class WalkBehaviorNode(GraphNode):
                 age = time.monotonic() - self._last_sample_steady
                 if age <= self.params.sensor_timeout:
                     return
-                goal, current = self._core.goal_id, self._core.status.current_step_index
-                self._core.reset()
-                message = (f"no SensorState on '{self._sensor_sub.topic_name}' for {age:.3f} s "
-                           f"(sensor_timeout {self.params.sensor_timeout} s): walk stopped at once, "
-                           "behavior Stand")
-                self.get_logger().error(f"goal {goal_name(goal)}: SENSOR_TIMEOUT: {message}")
-                self._finish(WalkResult(goal, WalkErrorCode.SENSOR_TIMEOUT, message, current))
-                self._publish_plan_if_changed()
+                self._stop_for_timeout(f"no SensorState on '{self._sensor_sub.topic_name}' for {age:.3f} s "
+                                       f"(sensor_timeout {self.params.sensor_timeout} s)")
         except Exception as exc:  # noqa: BLE001
             self.get_logger().error(f"sensor timeout check failed: {exc!r}",
                                     throttle_duration_sec=WARNING_PERIOD)
