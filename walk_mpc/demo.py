@@ -159,10 +159,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         walk_client = walk_action_client(client)
         deadline = time.monotonic() + 60.0
         # Walk once the whole loop runs (0.5 s of it): the ik ticks on the planner's references and the sim
-        # measures commands (DDS discovery of a link can take seconds; a walk started before would stall).
-        while not (monitor.ik_reference_ticks >= 25 and monitor.latency):
+        # measures commands (DDS discovery of a link can take seconds; a walk started before would stall),
+        # and the recorder receives every topic (discovered separately: else the recording starts late).
+        while not (monitor.ik_reference_ticks >= 25 and monitor.latency and not recorder.silent_topics()):
             if graph.failed() or time.monotonic() > deadline:
-                raise RuntimeError(f"the graph did not start (exited: {graph.failed()}); see the node logs")
+                raise RuntimeError(f"the graph did not start (exited: {graph.failed()}; nothing recorded yet "
+                                   f"on {recorder.silent_topics()}); see the node logs")
             time.sleep(0.05)  # polling counters filled by the executor thread
         left, right = current_feet(client, timeout=30.0) or DEFAULT_FEET
         distance = args.length * (args.steps - 1)
