@@ -707,10 +707,13 @@ def scenario_sensor_timeout(client: GraphClient, control: GraphControl) -> None:
     assert set(control.exited()) == {"sim"}, control.diagnose()
     plans_before = len(client.plans)
     control.start("sim")
-    count = client.sensor_count
+    count, ticks = client.sensor_count, client.ik_reference_ticks
     client.wait_until(lambda: client.sensor_count > count + 10, "SensorState after the sim restart",
                       STARTUP_TIMEOUT)
     client.wait_until(lambda: len(client.plans) > plans_before, "Stand re-anchored at the measured feet",
+                      STARTUP_TIMEOUT)
+    # Each node discovers the new sim on its own (seconds apart here): walk once the loop runs again.
+    client.wait_until(lambda: client.ik_reference_ticks > ticks + 25, "the ik ticking on references again",
                       STARTUP_TIMEOUT)
     left, right = client.feet()
     assert abs(left.position[0]) < 0.05 and abs(right.position[0]) < 0.05, (left, right)  # the sim's start
