@@ -72,3 +72,9 @@ def test_timing_rejects_nonpositive_durations():
 def test_empty_plan_is_sway_catch_stand():
     timeline = Timeline(LEFT0, RIGHT0, [], TIMING)
     assert [p.kind for p in timeline.phases] == [PhaseKind.SWAY, PhaseKind.CATCH, PhaseKind.STAND]
+
+
+def test_walking_at_is_true_from_the_start_until_stand_only_with_steps():
+    walk = Timeline(LEFT0, RIGHT0, forward_steps(2), TIMING)
+    assert walk.walking_at(0.0) and walk.walking_at(2.89) and not walk.walking_at(2.9)
+    assert not Timeline(LEFT0, RIGHT0, [], TIMING).walking_at(0.0)

@@ -205,6 +205,10 @@ class Timeline:
         """Time at which Stand begins [s]."""
         return self.phases[-1].t_start
 
+    def walking_at(self, t: float) -> bool:
+        """Whether the timeline walks at time ``t`` [s]: it has steps and Stand has not begun."""
+        return bool(self.steps) and t < self.t_end
+
     def phase_index_at(self, t: float) -> int:
         """Index in :attr:`phases` of the phase containing ``t`` (the first one before t0)."""
         return max(0, bisect.bisect_right(self._starts, t) - 1)

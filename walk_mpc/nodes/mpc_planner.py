@@ -351,8 +351,7 @@ class MpcPlannerNode(GraphNode):
         # After an outage the robot may be anywhere: restart from the measured CoM, standing at the measured
         # feet, unless a plan received during the outage walks now (the walk_behavior stops walks at an
         # outage and starts them on a live stream only: such a plan was made on the samples after it).
-        timeline = planner.timeline
-        stand = timeline is None or gap and not (new_plan and timeline.steps and t < timeline.t_end)
+        stand = planner.timeline is None or gap and not (new_plan and planner.timeline.walking_at(t))
         if stand:  # no plan yet, or after an outage
             feet = [measured.sole(Foot.LEFT), measured.sole(Foot.RIGHT)]
             planner.set_timeline(self.corrector.set_plan(Timeline(feet[0], feet[1], (), t0=t)))

@@ -116,6 +116,10 @@ class McapRecorder:
         self._sequence += 1
         self.count += 1
 
+    def topics(self) -> set:
+        """Topics written so far (each has its channel from its first message on)."""
+        return {topic for topic, _ in self._channels}
+
     def close(self) -> None:
         """Finish the file (idempotent)."""
         if not self._stream.closed:
@@ -143,23 +147,21 @@ class RecorderNode(Node):
     def __init__(self, path: os.PathLike, topics: Iterable[Tuple[str, object, object]], **kwargs) -> None:
         super().__init__("walk_mpc_recorder", **kwargs)
         self.recorder = McapRecorder(path)
-        self.counts: Dict[str, int] = {}  # messages recorded per topic (as subscribed)
         self._subscriptions_by_topic = {}
         for topic, msg_type, qos in topics:
             cls = message_type(msg_type) if isinstance(msg_type, str) else msg_type
             name = type_name_of(cls)
-            self.counts[topic] = 0
             self._subscriptions_by_topic[topic] = self.create_subscription(
                 cls, topic, lambda msg, t=topic, n=name: self._record(t, n, msg),
                 qos if isinstance(qos, (QoSProfile, int)) else 10, raw=True)
 
     def _record(self, topic: str, type_name: str, msg) -> None:
         self.recorder.write(topic, type_name, msg, self.get_clock().now().nanoseconds)
-        self.counts[topic] += 1
 
     def silent_topics(self) -> List[str]:
         """Topics nothing was recorded from yet (e.g. their publishers not discovered yet)."""
-        return [topic for topic, count in self.counts.items() if not count]
+        written = self.recorder.topics()
+        return [topic for topic in self._subscriptions_by_topic if topic not in written]
 
     def destroy_node(self) -> None:
         self.recorder.close()
