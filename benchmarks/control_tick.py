@@ -7,7 +7,7 @@ Every 20 ms tick does what the graph does (mpc_planner then ik, seed 001):
 3. ``walk_targets`` at t + T and t + 2T (torso tilt of the reference posture);
 4. ``IKSolver.solve_two`` from the previous tick's first solution.
 
-Walk: Talos (``talos_reduced``), 10 footsteps from ``walk_mpc.core.footsteps.walk_forward`` (0.2 m steps,
+Walk: Talos (``talos_reduced``), 10 footsteps from ``walk_mpc.core.walk.footsteps.walk_forward`` (0.2 m steps,
 single support 0.8 s, double support 0.3 s, 0.6 s sway and catch), default planner parameters (exact
 backend, N = 40, T = 40 ms) with the CoM height of the reference posture. With ``--correct-support``
 the planner also gets the measured sole pose at each touchdown (``correct_support``: new timeline,
@@ -40,15 +40,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # ik_talos.PlainGaussN
 
 from ik_talos import PlainGaussNewton  # noqa: E402
 
-from walk_mpc.core.footsteps import walk_forward  # noqa: E402
-from walk_mpc.core.ik import IKSolver, IKTargets  # noqa: E402
-from walk_mpc.core.mpc import MpcParameters  # noqa: E402
-from walk_mpc.core.planner import MpcPlanner, PlannerParameters  # noqa: E402
-from walk_mpc.core.preview import Preview, PreviewBuilder, double_support_box  # noqa: E402
-from walk_mpc.core.robot import RobotModel, rotation_z, yaw_of  # noqa: E402
-from walk_mpc.core.step import Foot  # noqa: E402
-from walk_mpc.core.timeline import FootPose, GaitTiming, PhaseKind, Timeline  # noqa: E402
-from walk_mpc.core.walk_targets import foot_targets_at, torso_yaw, walk_targets, yaw_free  # noqa: E402
+from walk_mpc.core.body.ik import IKSolver, IKTargets  # noqa: E402
+from walk_mpc.core.body.robot import RobotModel, rotation_z, yaw_of  # noqa: E402
+from walk_mpc.core.body.targets import foot_targets_at, torso_yaw, walk_targets, yaw_free  # noqa: E402
+from walk_mpc.core.mpc.planner import MpcPlanner, PlannerParameters  # noqa: E402
+from walk_mpc.core.mpc.preview import Preview, PreviewBuilder, double_support_box  # noqa: E402
+from walk_mpc.core.mpc.problem import MpcParameters  # noqa: E402
+from walk_mpc.core.walk.footsteps import walk_forward  # noqa: E402
+from walk_mpc.core.walk.step import Foot  # noqa: E402
+from walk_mpc.core.walk.timeline import FootPose, GaitTiming, PhaseKind, Timeline  # noqa: E402
 
 T = 0.02  # [s] control period
 STEP_LENGTH = 0.2  # [m]

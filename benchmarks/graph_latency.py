@@ -39,7 +39,7 @@ import rclpy  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 
-from walk_mpc.core import footsteps  # noqa: E402
+from walk_mpc.core.walk import footsteps  # noqa: E402
 from walk_mpc.msg import TickTiming  # noqa: E402
 from walk_mpc.tools.launch_graph import GraphProcesses  # noqa: E402
 from walk_mpc.tools.send_walk import DEFAULT_FEET, current_feet, send_walk, walk_action_client  # noqa: E402
@@ -109,12 +109,12 @@ def in_process_chain(ticks: int) -> np.ndarray:
     """Wall time [s] of the chain's pure compute per tick (estimate_state, planner, targets, solve_two)."""
     from control_tick import T, talos_walk
 
-    from walk_mpc.core.ik import IKSolver
-    from walk_mpc.core.mpc import MpcParameters
-    from walk_mpc.core.planner import MpcPlanner, PlannerParameters
-    from walk_mpc.core.robot import RobotModel
-    from walk_mpc.core.state_estimation import estimate_state
-    from walk_mpc.core.walk_targets import walk_targets, yaw_free
+    from walk_mpc.core.body.ik import IKSolver
+    from walk_mpc.core.body.robot import RobotModel
+    from walk_mpc.core.body.state_estimation import estimate_state
+    from walk_mpc.core.body.targets import walk_targets, yaw_free
+    from walk_mpc.core.mpc.planner import MpcPlanner, PlannerParameters
+    from walk_mpc.core.mpc.problem import MpcParameters
 
     robot = RobotModel(RobotModel.Parameters(robot="talos_reduced"))
     q0 = robot.reference_configuration()

@@ -2,7 +2,7 @@
 
 Walking trajectory: 20 ms control ticks (seed 001), 0.2 m steps, 0.5 s single support,
 0.1 s double support, CoM at 0.85 m swaying +-6 cm; the swing foot follows
-walk_mpc.core.swing. Each sample times IKSolver.solve(targets[k + 1], q_k) where q_k
+walk_mpc.core.body.swing. Each sample times IKSolver.solve(targets[k + 1], q_k) where q_k
 is the solution of tick k, and compares with a plain 3-iteration Gauss-Newton
 (normal equations over all nv = 38 velocities, posture rows included) in the same
 process. Run with:
@@ -20,9 +20,9 @@ import time
 import numpy as np
 import pinocchio as pin
 
-from walk_mpc.core.ik import IKSolver, IKTargets
-from walk_mpc.core.robot import RobotModel, rotation_z
-from walk_mpc.core.swing import swing_pose
+from walk_mpc.core.body.ik import IKSolver, IKTargets
+from walk_mpc.core.body.robot import RobotModel, rotation_z
+from walk_mpc.core.body.swing import swing_pose
 
 TICK = 0.02  # [s] control period of seed 001
 STEP_LENGTH = 0.2  # [m]

@@ -2,7 +2,7 @@
 
 Walk: a gait timeline of ``--steps`` 0.15 m steps (0.8 s each, 0.2 s double support, 0.6 s sway and
 catch), the CoM above the middle of the feet swaying 3 cm, at 0.86 m; 20 ms ticks. Each tick builds the
-targets at t + T and t + 2T with walk_mpc.core.walk_targets and calls IKSolver.solve_two from the
+targets at t + T and t + 2T with walk_mpc.core.body.targets and calls IKSolver.solve_two from the
 previous tick's first solution, as the node does. Printed: median and p99 of the first solve, the
 second solve, both solves, and the whole tick (targets + solves); with ``--node`` and rclpy importable,
 also the node's ComReference callback in process (targets, solves, message building and publication).
@@ -20,11 +20,11 @@ import time
 
 import numpy as np
 
-from walk_mpc.core.ik import IKSolver
-from walk_mpc.core.robot import RobotModel
-from walk_mpc.core.step import Foot, Step
-from walk_mpc.core.timeline import FootPose, GaitTiming, Timeline
-from walk_mpc.core.walk_targets import foot_targets_at, walk_targets, yaw_free
+from walk_mpc.core.body.ik import IKSolver
+from walk_mpc.core.body.robot import RobotModel
+from walk_mpc.core.body.targets import foot_targets_at, walk_targets, yaw_free
+from walk_mpc.core.walk.step import Foot, Step
+from walk_mpc.core.walk.timeline import FootPose, GaitTiming, Timeline
 
 T = 0.02  # [s] control period
 STEP_LENGTH = 0.15  # [m]

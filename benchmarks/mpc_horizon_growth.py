@@ -21,8 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))
 
 from mpc_problems import SMPC_PARAMS, SMPC_TICKS, load_reference_walk  # noqa: E402
 
-from walk_mpc.core import mpc_exact  # noqa: E402
-from walk_mpc.core.mpc import Mpc  # noqa: E402
+from walk_mpc.core.mpc import exact as mpc_exact  # noqa: E402
+from walk_mpc.core.mpc.problem import Mpc  # noqa: E402
 
 
 def tick_times(backend: str, horizon: int, repeat: int, use_kernel: bool = True) -> np.ndarray:

@@ -1,6 +1,6 @@
 """MuJoCo backend time per sensor step (Talos standing and swaying, upkie): median, p99, real-time factor.
 
-``--walk``: the closed-loop 10-step Talos walk (walk_mpc.core.closed_loop) for a few leg gains: outcome,
+``--walk``: the closed-loop 10-step Talos walk (core.control.closed_loop) for a few leg gains: outcome,
 wall time per sensor step with and without a control tick (planner + 2 IK), real-time factor.
 """
 
@@ -49,10 +49,10 @@ def walk_report(leg_kp: float, leg_kd: float) -> None:
     """Closed-loop 10-step walk of 0.2 m steps (0.8 s single, 0.3 s double support) at these leg gains."""
     import math
 
-    from walk_mpc.core.closed_loop import ClosedLoopWalk
-    from walk_mpc.core.footsteps import walk_forward
-    from walk_mpc.core.robot import RobotModel, yaw_of
-    from walk_mpc.core.timeline import FootPose, GaitTiming, Timeline
+    from walk_mpc.core.body.robot import RobotModel, yaw_of
+    from walk_mpc.core.control.closed_loop import ClosedLoopWalk
+    from walk_mpc.core.walk.footsteps import walk_forward
+    from walk_mpc.core.walk.timeline import FootPose, GaitTiming, Timeline
 
     robot = RobotModel(RobotModel.Parameters(robot="talos_reduced"))
     feet = {n: FootPose(tuple(p), yaw_of(r)) for n, (p, r) in robot.foot_poses(

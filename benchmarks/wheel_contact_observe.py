@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from walk_mpc.core.wheel_contact import WheelContact
+from walk_mpc.core.wheel.contact import WheelContact
 
 
 def main() -> None:

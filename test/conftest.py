@@ -119,7 +119,7 @@ def start_node(tmp_path):
 @pytest.fixture(scope="module")
 def talos():
     """The reduced TALOS humanoid (example-robot-data)."""
-    from walk_mpc.core.robot import RobotModel
+    from walk_mpc.core.body.robot import RobotModel
 
     return RobotModel(RobotModel.Parameters(robot="talos_reduced"))
 
@@ -127,6 +127,6 @@ def talos():
 @pytest.fixture(scope="module")
 def solo():
     """The Solo-12 quadruped (example-robot-data)."""
-    from walk_mpc.core.robot import RobotModel
+    from walk_mpc.core.body.robot import RobotModel
 
     return RobotModel(RobotModel.Parameters(robot="solo12"))

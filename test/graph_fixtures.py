@@ -25,13 +25,13 @@ from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
 import numpy as np
 
-from walk_mpc.core import footsteps
+from walk_mpc.core.body.robot import RobotModel
 from walk_mpc.core.params import load_yaml
-from walk_mpc.core.robot import RobotModel
 from walk_mpc.core.sim.kinematic import CORNERS, FEET
-from walk_mpc.core.step import Step
-from walk_mpc.core.timeline import FootPose, PhaseKind, Timeline
-from walk_mpc.core.walk_behavior import WalkErrorCode, WalkFlags
+from walk_mpc.core.walk import footsteps
+from walk_mpc.core.walk.behavior import WalkErrorCode, WalkFlags
+from walk_mpc.core.walk.step import Step
+from walk_mpc.core.walk.timeline import FootPose, PhaseKind, Timeline
 from walk_mpc.graph import load_graph
 
 NS = 1_000_000_000

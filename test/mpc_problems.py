@@ -10,10 +10,10 @@ from typing import List, Tuple
 
 import numpy as np
 
-from walk_mpc.core.mpc import MpcParameters, MpcWeights
-from walk_mpc.core.preview import Preview, SoleParameters
-from walk_mpc.core.step import Foot, Step
-from walk_mpc.core.timeline import FootPose, GaitTiming, Timeline
+from walk_mpc.core.mpc.preview import Preview, SoleParameters
+from walk_mpc.core.mpc.problem import MpcParameters, MpcWeights
+from walk_mpc.core.walk.step import Foot, Step
+from walk_mpc.core.walk.timeline import FootPose, GaitTiming, Timeline
 
 DATA = Path(__file__).resolve().parent / "data" / "smpc_test13"
 

@@ -1,4 +1,4 @@
-"""In-process closed loop (walk_mpc.core.closed_loop) on the kinematic plant: accuracy, plumbing and options.
+"""In-process closed loop (core.control.closed_loop) on the kinematic plant: accuracy, plumbing and options.
 
 Issue 7's accuracy contract, without ROS: Talos walks on the kinematic plant, closed through the MPC
 planner and the IK with the shared support-foot correction, and every foot lands within 1 mm (and 1 mrad)
@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 from scipy.spatial import ConvexHull
 
-from walk_mpc.core import footsteps
-from walk_mpc.core.closed_loop import ClosedLoopParameters, ClosedLoopWalk, WalkOutcome
+from walk_mpc.core.body.robot import RobotModel, yaw_of
+from walk_mpc.core.control.closed_loop import ClosedLoopParameters, ClosedLoopWalk, WalkOutcome
 from walk_mpc.core.errors import ParameterError
-from walk_mpc.core.robot import RobotModel, yaw_of
 from walk_mpc.core.sim.kinematic import CORNERS, FEET, KinematicSim
-from walk_mpc.core.step import Foot
-from walk_mpc.core.timeline import FootPose, GaitTiming, PhaseKind, Timeline
+from walk_mpc.core.walk import footsteps
+from walk_mpc.core.walk.step import Foot
+from walk_mpc.core.walk.timeline import FootPose, GaitTiming, PhaseKind, Timeline
 
 SINGLE_SUPPORT, DOUBLE_SUPPORT = 0.8, 0.3  # [s]
 LANDING_TOLERANCE = 1e-3  # [m]

@@ -87,9 +87,9 @@ def test_core_installs_with_pip_into_a_venv_without_ros():
     assert "ros-" not in listing and "rclpy" not in listing
     check = subprocess.run(
         [str(python), "-c",
-         "import sys, walk_mpc.core, walk_mpc.core.timeline;"
+         "import sys, walk_mpc.core, walk_mpc.core.walk.timeline;"
          "from walk_mpc.core import Step, Foot; Step(1, Foot.LEFT, 1.0, (0, 0.1, 0));"
-         "from walk_mpc.core.planner import MpcPlanner;"
+         "from walk_mpc.core.mpc.planner import MpcPlanner;"
          "import importlib.util as u; assert u.find_spec('rclpy') is None;"
          "assert u.find_spec('walk_mpc.nodes') is None; print(walk_mpc.core.__file__)"],
         capture_output=True, text=True, env=env, cwd=target)

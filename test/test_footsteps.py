@@ -6,7 +6,8 @@ import random
 import pytest
 
 from walk_mpc.core.errors import InputError, ParameterError
-from walk_mpc.core.footsteps import (
+from walk_mpc.core.walk.behavior import Behavior, WalkBehavior, WalkErrorCode
+from walk_mpc.core.walk.footsteps import (
     stance_center,
     step_flags,
     turn_in_place,
@@ -16,10 +17,9 @@ from walk_mpc.core.footsteps import (
     walk_sideways,
     walk_to_pose,
 )
-from walk_mpc.core.saturation import SaturationFlags, StepLimits, wrap_angle
-from walk_mpc.core.step import Foot
-from walk_mpc.core.timeline import FootPose, GaitTiming
-from walk_mpc.core.walk_behavior import Behavior, WalkBehavior, WalkErrorCode
+from walk_mpc.core.walk.saturation import SaturationFlags, StepLimits, wrap_angle
+from walk_mpc.core.walk.step import Foot
+from walk_mpc.core.walk.timeline import FootPose, GaitTiming
 
 LEFT0 = FootPose((0.0, 0.1, 0.0))
 RIGHT0 = FootPose((0.0, -0.1, 0.0))

@@ -7,8 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from walk_mpc.core.errors import InputError, ParameterError
-from walk_mpc.core.gesture import (
+from walk_mpc.core.body.gesture import (
     GestureController,
     GestureDof,
     UnknownLegError,
@@ -16,6 +15,7 @@ from walk_mpc.core.gesture import (
     gesture_transform,
     inverse_transform,
 )
+from walk_mpc.core.errors import InputError, ParameterError
 from walk_mpc.core.params import from_mapping, to_mapping
 
 LEGS = {
@@ -156,6 +156,6 @@ def test_parameters_are_validated_and_round_trip():
 
 
 def test_gesture_core_does_not_import_pinocchio():
-    code = "import sys, walk_mpc.core.gesture; print('pinocchio' in sys.modules)"
+    code = "import sys, walk_mpc.core.body.gesture; print('pinocchio' in sys.modules)"
     out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -6,17 +6,17 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
+from walk_mpc.core.body.ik import IKSolver, IKTargets, targets_from_configuration
+from walk_mpc.core.body.robot import rotation_z
 from walk_mpc.core.errors import FrameNotFound, InputError, ParameterError
-from walk_mpc.core.ik import IKSolver, IKTargets, targets_from_configuration
 from walk_mpc.core.params import from_mapping, to_mapping
-from walk_mpc.core.robot import rotation_z
-from walk_mpc.core.step import Foot
+from walk_mpc.core.walk.step import Foot
 
 
 @pytest.fixture(autouse=True, params=["compiled", "numpy"])
 def step_implementation(request, monkeypatch):
     """Every test runs with the compiled (numba) steps, when available, and with the numpy ones."""
-    from walk_mpc.core import ik
+    from walk_mpc.core.body import ik
 
     if request.param == "numpy":
         monkeypatch.setattr(ik, "USE_KERNEL", False)
@@ -298,7 +298,7 @@ def test_chord_steps_save_jacobians_without_losing_accuracy_along_a_sway(talos, 
 
 
 def test_compiled_step_equals_the_numpy_step_with_and_without_binding_limits(talos):
-    ik_kernel = pytest.importorskip("walk_mpc.core.ik_kernel")
+    ik_kernel = pytest.importorskip("walk_mpc.core.body.ik_kernel")
     rng = np.random.default_rng(12)
     solver = IKSolver(talos)
     params = solver.params
@@ -334,7 +334,7 @@ def test_compiled_step_equals_the_numpy_step_with_and_without_binding_limits(tal
 
 
 def test_numpy_and_compiled_solves_agree(talos, monkeypatch):
-    from walk_mpc.core import ik
+    from walk_mpc.core.body import ik
 
     rng = np.random.default_rng(13)
     goals = [targets_from_configuration(talos, perturbed(talos, rng, 0.05)) for _ in range(5)]

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from ros_helpers import matched, with_debug_log
 
-from walk_mpc.core.robot import RobotModel, rotation_z
-from walk_mpc.core.step import Foot, Step
-from walk_mpc.core.timeline import FootPose, GaitTiming, Timeline
-from walk_mpc.core.walk_targets import foot_targets_at, pose_matrix
+from walk_mpc.core.body.robot import RobotModel, rotation_z
+from walk_mpc.core.body.targets import foot_targets_at, pose_matrix
+from walk_mpc.core.walk.step import Foot, Step
+from walk_mpc.core.walk.timeline import FootPose, GaitTiming, Timeline
 
 pytestmark = pytest.mark.ros
 

@@ -99,7 +99,7 @@ def test_messages_round_trip_through_serialization(type_name):
 
 
 def test_step_conversion_round_trip_and_zero_normal_means_up():
-    from walk_mpc.core.step import Foot, Step
+    from walk_mpc.core.walk.step import Foot, Step
     from walk_mpc.msg import StepData
     from walk_mpc.nodes.conversions import step_from_msg, step_to_msg
 

@@ -5,7 +5,7 @@ import pytest
 from scipy.linalg import expm
 
 from walk_mpc.core.errors import InputError, ParameterError, ShapeError
-from walk_mpc.core.lipm import LipmModel, check_state
+from walk_mpc.core.mpc.lipm import LipmModel, check_state
 
 
 def test_discretisation_equals_matrix_exponential_of_the_triple_integrator():

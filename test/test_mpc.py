@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from mpc_problems import SMPC_PARAMS, SMPC_TICKS, load_reference_walk, run_reference_walk, walk_timeline
 
-from walk_mpc.core import mpc_exact
 from walk_mpc.core.errors import InputError, ParameterError, ShapeError
-from walk_mpc.core.mpc import Mpc, MpcParameters, MpcWeights, OsqpSettings, PlanStatus
+from walk_mpc.core.mpc import exact as mpc_exact
+from walk_mpc.core.mpc.preview import Preview, PreviewBuilder, SoleParameters
+from walk_mpc.core.mpc.problem import Mpc, MpcParameters, MpcWeights, OsqpSettings, PlanStatus
 from walk_mpc.core.params import from_mapping, to_mapping
-from walk_mpc.core.preview import Preview, PreviewBuilder, SoleParameters
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +89,7 @@ def test_exact_backend_warm_started_with_every_bound_solves_within_its_arrays(ex
     assert sorted(active.tolist()) == list(range(2 * n))  # every bound, as recorded
     preview = Preview(mpc.durations, case["angles"], case["lower"], case["upper"], case["zmp_ref"])
     if exact_impl == "kernel":
-        from walk_mpc.core import mpc_exact_kernel
+        from walk_mpc.core.mpc import exact_kernel as mpc_exact_kernel
 
         backend = mpc._backend
         work = [np.array(a) for a in (active, sides, backend.mw, backend.k_inv, backend.k_work)]

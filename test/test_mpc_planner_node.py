@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from ros_helpers import matched, with_debug_log
 
-from walk_mpc.core.footsteps import walk_forward
-from walk_mpc.core.preview import Preview, SoleParameters, double_support_box
-from walk_mpc.core.robot import RobotModel
-from walk_mpc.core.step import Foot
-from walk_mpc.core.timeline import FootPose, GaitTiming, PhaseKind, Timeline
+from walk_mpc.core.body.robot import RobotModel
+from walk_mpc.core.mpc.preview import Preview, SoleParameters, double_support_box
+from walk_mpc.core.walk.footsteps import walk_forward
+from walk_mpc.core.walk.step import Foot
+from walk_mpc.core.walk.timeline import FootPose, GaitTiming, PhaseKind, Timeline
 
 pytestmark = pytest.mark.ros
 
@@ -415,7 +415,7 @@ def test_planner_failures_are_reported_in_the_timing_status_and_the_node_goes_on
     import dataclasses
 
     from walk_mpc.core.errors import InputError
-    from walk_mpc.core.mpc import PlanStatus
+    from walk_mpc.core.mpc.problem import PlanStatus
     from walk_mpc.nodes import mpc_planner
 
     node = planner_node()
@@ -483,7 +483,7 @@ def test_samples_resuming_after_an_outage_restart_the_planner_standing_at_the_me
     left): the first sample after the outage (stamps more than sensor_timeout apart) restarts the planner as
     the first sample did, standing at the measured feet from the measured CoM at rest, and it stays there
     until the next plan. A shorter gap (dropped samples) changes nothing."""
-    from walk_mpc.core.mpc import PlanStatus
+    from walk_mpc.core.mpc.problem import PlanStatus
 
     node = planner_node()
     timeline = walk_timeline(reference)

@@ -1,9 +1,10 @@
 """Talos walks 10 steps on MuJoCo physics, closed in process without ROS: timeline -> MPC -> IK -> physics.
 
-The loop is :class:`walk_mpc.core.closed_loop.ClosedLoopWalk` (20 ms control ticks on every second 10 ms
-sample, CoM feedback gain 0.1 above 4 mm, support-foot correction when the new support foot has settled,
-IK twice per tick from its own model, re-synchronised at support changes). Physics: leg servos kp 8000 /
-kd 80 (other joints 2000 / 20), gravity feed-forward, 1 ms implicitfast steps, 5 ms contact time constant.
+The loop is :class:`~walk_mpc.core.control.closed_loop.ClosedLoopWalk` (20 ms control ticks on every
+second 10 ms sample, CoM feedback gain 0.1 above 4 mm, support-foot correction when the new support foot
+has settled, IK twice per tick from its own model, re-synchronised at support changes). Physics: leg
+servos kp 8000 / kd 80 (other joints 2000 / 20), gravity feed-forward, 1 ms implicitfast steps, 5 ms
+contact time constant.
 """
 
 from __future__ import annotations
@@ -15,17 +16,17 @@ import pytest
 
 pytest.importorskip("mujoco")
 
-from walk_mpc.core.closed_loop import (  # noqa: E402
+from walk_mpc.core.body.robot import RobotModel, yaw_of  # noqa: E402
+from walk_mpc.core.control.closed_loop import (  # noqa: E402
     ClosedLoopParameters,
     ClosedLoopWalk,
     WalkOutcome,
     default_planner_parameters,
 )
-from walk_mpc.core.footsteps import walk_forward  # noqa: E402
-from walk_mpc.core.robot import RobotModel, yaw_of  # noqa: E402
 from walk_mpc.core.sim.kinematic import KinematicSim  # noqa: E402
 from walk_mpc.core.sim.mujoco import MujocoSim  # noqa: E402
-from walk_mpc.core.timeline import FootPose, GaitTiming, Timeline  # noqa: E402
+from walk_mpc.core.walk.footsteps import walk_forward  # noqa: E402
+from walk_mpc.core.walk.timeline import FootPose, GaitTiming, Timeline  # noqa: E402
 
 STEP_LENGTH = 0.2  # [m]
 SINGLE_SUPPORT = 0.8  # [s]

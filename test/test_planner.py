@@ -7,12 +7,12 @@ import pytest
 from mpc_problems import WALKS, walk_timeline
 
 from walk_mpc.core.errors import InputError, ParameterError, UnknownKeyError
-from walk_mpc.core.lipm import integrate_state
-from walk_mpc.core.mpc import MpcParameters, PlanStatus
+from walk_mpc.core.mpc.lipm import integrate_state
+from walk_mpc.core.mpc.planner import MpcPlanner, PlannerParameters
+from walk_mpc.core.mpc.problem import MpcParameters, PlanStatus
 from walk_mpc.core.params import from_mapping, to_mapping
-from walk_mpc.core.planner import MpcPlanner, PlannerParameters
-from walk_mpc.core.step import Foot
-from walk_mpc.core.timeline import FootPose, PhaseKind
+from walk_mpc.core.walk.step import Foot
+from walk_mpc.core.walk.timeline import FootPose, PhaseKind
 
 
 def _closed_loop(name, control_period, noise=0.0, backend="exact", seed=0):

@@ -8,9 +8,9 @@ from mpc_problems import WALKS, walk_timeline
 from scipy.spatial import ConvexHull
 
 from walk_mpc.core.errors import InputError, ParameterError, ShapeError
-from walk_mpc.core.preview import Preview, PreviewBuilder, SoleParameters, double_support_box
-from walk_mpc.core.step import Foot, Step
-from walk_mpc.core.timeline import FootPose, GaitTiming, PhaseKind, Timeline
+from walk_mpc.core.mpc.preview import Preview, PreviewBuilder, SoleParameters, double_support_box
+from walk_mpc.core.walk.step import Foot, Step
+from walk_mpc.core.walk.timeline import FootPose, GaitTiming, PhaseKind, Timeline
 
 SOLE = SoleParameters(front=0.09, back=0.03, left=0.025, right=0.025)
 

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
+from walk_mpc.core.body.robot import RobotModel, rotation_z, yaw_of
 from walk_mpc.core.errors import FrameNotFound, InputError, JointNotFound, ModelError, ParameterError
 from walk_mpc.core.params import from_mapping, to_mapping
-from walk_mpc.core.robot import RobotModel, rotation_z, yaw_of
 
 
 def test_talos_loads_with_a_free_flyer_and_38_velocities(talos):

@@ -7,7 +7,7 @@ import pytest
 
 from walk_mpc.core.errors import ParameterError
 from walk_mpc.core.params import from_mapping, to_mapping
-from walk_mpc.core.saturation import (
+from walk_mpc.core.walk.saturation import (
     SaturationFlags,
     StepLimits,
     relative_offset,
@@ -15,8 +15,8 @@ from walk_mpc.core.saturation import (
     saturation_flags,
     wrap_angle,
 )
-from walk_mpc.core.step import Foot, Step
-from walk_mpc.core.timeline import FootPose
+from walk_mpc.core.walk.step import Foot, Step
+from walk_mpc.core.walk.timeline import FootPose
 
 LIMITS = StepLimits()
 RIGHT_SOLE = FootPose((0.0, -0.1, 0.0))

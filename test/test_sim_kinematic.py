@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
+from walk_mpc.core.body.robot import RobotModel
 from walk_mpc.core.errors import ConfigError, InputError, JointNotFound, ModelError, ParameterError
-from walk_mpc.core.robot import RobotModel
 from walk_mpc.core.sim import GRAVITY, JointServo, JointTrajectoryCommand, create_backend
 from walk_mpc.core.sim.kinematic import KinematicSim
 from walk_mpc.core.sim.wheels import WheelPlant

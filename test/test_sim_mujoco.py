@@ -15,7 +15,7 @@ from walk_mpc.core.sim import GRAVITY, JointTrajectoryCommand, create_backend  #
 from walk_mpc.core.sim.kinematic import KinematicSim  # noqa: E402
 from walk_mpc.core.sim.mujoco import MujocoSim, MujocoWheelSim  # noqa: E402
 from walk_mpc.core.sim.wheels import WheelPlant  # noqa: E402
-from walk_mpc.core.wheel_contact import WheelContact  # noqa: E402
+from walk_mpc.core.wheel.contact import WheelContact  # noqa: E402
 
 
 def make_sim(talos, mujoco=None, **kwargs):

@@ -79,7 +79,7 @@ def start_sim(start_node, probe, *args):
 
 
 def test_sensor_state_stamps_are_exactly_one_period_apart_with_the_model_joints(start_node, probe):
-    from walk_mpc.core.robot import RobotModel
+    from walk_mpc.core.body.robot import RobotModel
 
     sim = start_sim(start_node, probe)
     probe.spin_until(lambda: len(probe.samples) >= 30 and probe.falls, "30 samples and the fall flag", sim)

@@ -4,11 +4,11 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
+from walk_mpc.core.body.robot import RobotModel, rotation_z
+from walk_mpc.core.body.state_estimation import estimate_state
 from walk_mpc.core.errors import FrameNotFound, InputError
-from walk_mpc.core.robot import RobotModel, rotation_z
-from walk_mpc.core.state_estimation import estimate_state
-from walk_mpc.core.step import Foot
-from walk_mpc.core.timeline import FootPose
+from walk_mpc.core.walk.step import Foot
+from walk_mpc.core.walk.timeline import FootPose
 
 
 @pytest.fixture(scope="module")

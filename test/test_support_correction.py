@@ -1,13 +1,11 @@
-"""Support-foot correction policy (walk_mpc.core.support_correction): when, what, and across plans."""
+"""Support-foot correction policy (walk_mpc.core.mpc.support_correction): when, what, and across plans."""
 
 from __future__ import annotations
 
 import pytest
 
 from walk_mpc.core.errors import InputError, ParameterError
-from walk_mpc.core.footsteps import walk_forward
-from walk_mpc.core.step import Foot
-from walk_mpc.core.support_correction import (
+from walk_mpc.core.mpc.support_correction import (
     SupportCorrectionParameters,
     SupportCorrector,
     _replace,
@@ -15,7 +13,9 @@ from walk_mpc.core.support_correction import (
     corrected_timeline,
     last_touchdown,
 )
-from walk_mpc.core.timeline import FootPose, GaitTiming, PhaseKind, Timeline
+from walk_mpc.core.walk.footsteps import walk_forward
+from walk_mpc.core.walk.step import Foot
+from walk_mpc.core.walk.timeline import FootPose, GaitTiming, PhaseKind, Timeline
 
 LEFT, RIGHT = FootPose((0.0, 0.085, 0.0)), FootPose((0.0, -0.085, 0.0))
 

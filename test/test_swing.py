@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
+from walk_mpc.core.body.swing import swing_pose, swing_position_yaw, wrap_angle
 from walk_mpc.core.errors import InputError, ShapeError
-from walk_mpc.core.swing import swing_pose, swing_position_yaw, wrap_angle
 
 RNG = np.random.default_rng(5)
 

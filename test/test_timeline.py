@@ -5,8 +5,8 @@ import math
 import pytest
 
 from walk_mpc.core.errors import InconsistentStepsError, InvalidStepError, ParameterError
-from walk_mpc.core.step import Foot, Step
-from walk_mpc.core.timeline import FootPose, GaitTiming, PhaseKind, Timeline
+from walk_mpc.core.walk.step import Foot, Step
+from walk_mpc.core.walk.timeline import FootPose, GaitTiming, PhaseKind, Timeline
 
 LEFT0 = FootPose((0.0, 0.1, 0.0))
 RIGHT0 = FootPose((0.0, -0.1, 0.0))

@@ -8,10 +8,7 @@ from hypothesis import strategies as st
 
 from walk_mpc.core.errors import InputError, ParameterError
 from walk_mpc.core.params import from_mapping, to_mapping
-from walk_mpc.core.saturation import SaturationFlags, StepLimits
-from walk_mpc.core.step import Foot, Step
-from walk_mpc.core.timeline import FootPose, GaitTiming, PhaseKind, Timeline
-from walk_mpc.core.walk_behavior import (
+from walk_mpc.core.walk.behavior import (
     HISTORY_STEPS,
     NUM_REQUIRED_WALK_STEPS,
     SUBSTATE_FLAGS,
@@ -21,6 +18,9 @@ from walk_mpc.core.walk_behavior import (
     WalkFlags,
     steps_from_records,
 )
+from walk_mpc.core.walk.saturation import SaturationFlags, StepLimits
+from walk_mpc.core.walk.step import Foot, Step
+from walk_mpc.core.walk.timeline import FootPose, GaitTiming, PhaseKind, Timeline
 
 LEFT0 = FootPose((0.0, 0.1, 0.0))
 RIGHT0 = FootPose((0.0, -0.1, 0.0))

@@ -17,7 +17,7 @@ launch_ros = pytest.importorskip("launch_ros")
 
 from launch_pytest.tools import process as process_tools  # noqa: E402
 
-from walk_mpc.core.step import Foot, Step  # noqa: E402
+from walk_mpc.core.walk.step import Foot, Step  # noqa: E402
 
 pytestmark = pytest.mark.ros
 
@@ -41,7 +41,7 @@ def test_two_step_walk_round_trip_succeeds(walk_behavior_node, launch_context):
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
 
-    from walk_mpc.core.walk_behavior import WalkErrorCode
+    from walk_mpc.core.walk.behavior import WalkErrorCode
     from walk_mpc.msg import SensorState
     from walk_mpc.tools.send_walk import send_walk
 

@@ -16,8 +16,8 @@ import time
 import pytest
 from ros_helpers import matched, wait_until
 
-from walk_mpc.core.step import Foot, Step
-from walk_mpc.core.walk_behavior import SUBSTATE_FLAGS, WalkErrorCode, WalkFlags
+from walk_mpc.core.walk.behavior import SUBSTATE_FLAGS, WalkErrorCode, WalkFlags
+from walk_mpc.core.walk.step import Foot, Step
 
 pytestmark = pytest.mark.ros
 
@@ -488,7 +488,7 @@ def test_node_survived_every_scenario(walk_node):
 
 
 def test_measured_support_foot_is_forward_kinematics_of_the_sensor_state(start_node, goal_status):
-    from walk_mpc.core.robot import RobotModel
+    from walk_mpc.core.body.robot import RobotModel
     from walk_mpc.msg import SensorState
     from walk_mpc.tools.send_walk import send_walk
 
@@ -576,8 +576,8 @@ def test_in_process_samples_resuming_after_an_outage_reanchor_stand_at_the_measu
     import rclpy
     from rclpy.parameter import Parameter
 
-    from walk_mpc.core.robot import RobotModel
-    from walk_mpc.core.walk_behavior import Behavior
+    from walk_mpc.core.body.robot import RobotModel
+    from walk_mpc.core.walk.behavior import Behavior
     from walk_mpc.msg import SensorState
     from walk_mpc.nodes.walk_behavior import NODE_CLASS
 

@@ -5,13 +5,10 @@ import math
 import numpy as np
 import pytest
 
-from walk_mpc.core.errors import InputError
-from walk_mpc.core.gesture import GestureController, GestureDof
-from walk_mpc.core.ik import IKSolver, IKTargets
-from walk_mpc.core.robot import rotation_z, yaw_of
-from walk_mpc.core.step import Foot, Step
-from walk_mpc.core.timeline import FootPose, GaitTiming, PhaseKind, Timeline
-from walk_mpc.core.walk_targets import (
+from walk_mpc.core.body.gesture import GestureController, GestureDof
+from walk_mpc.core.body.ik import IKSolver, IKTargets
+from walk_mpc.core.body.robot import rotation_z, yaw_of
+from walk_mpc.core.body.targets import (
     StandingTargets,
     foot_targets_at,
     pose_matrix,
@@ -21,6 +18,9 @@ from walk_mpc.core.walk_targets import (
     with_com,
     yaw_free,
 )
+from walk_mpc.core.errors import InputError
+from walk_mpc.core.walk.step import Foot, Step
+from walk_mpc.core.walk.timeline import FootPose, GaitTiming, PhaseKind, Timeline
 
 LEFT0 = FootPose((0.0, 0.085, 0.0), 0.0)
 RIGHT0 = FootPose((0.0, -0.085, 0.0), 0.0)

@@ -12,8 +12,8 @@ import pytest
 
 from walk_mpc.core.errors import ConfigError, ParameterError, UnknownKeyError
 from walk_mpc.core.params import from_mapping, to_mapping
-from walk_mpc.core.wheel_contact import WheelContact
-from walk_mpc.core.wheel_sim import simulate_wheel
+from walk_mpc.core.wheel.contact import WheelContact
+from walk_mpc.core.wheel.plant import simulate_wheel
 
 DT = 1e-3  # upkie's spine period [s]
 Params = WheelContact.Parameters

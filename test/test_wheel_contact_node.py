@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from ros_helpers import matched, wait_until, with_debug_log
 
-from walk_mpc.core.wheel_contact import WheelContact
+from walk_mpc.core.wheel.contact import WheelContact
 from walk_mpc.tools.wheel_scenario import make_scenario
 
 pytestmark = pytest.mark.ros

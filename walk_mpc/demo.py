@@ -29,8 +29,8 @@ from rclpy.node import Node
 from std_msgs.msg import Bool
 from trajectory_msgs.msg import JointTrajectory
 
-from walk_mpc.core import footsteps
-from walk_mpc.core.walk_behavior import WalkFlags
+from walk_mpc.core.walk import footsteps
+from walk_mpc.core.walk.behavior import WalkFlags
 from walk_mpc.msg import ComReference, FootstepPlan, SensorState, TickTiming, WalkFeedback
 from walk_mpc.nodes._common import LATCHED_QOS
 from walk_mpc.nodes.ik import is_reference_tick

@@ -1,6 +1,6 @@
 """Algorithms of walk_mpc as plain Python over numpy/scipy/osqp/pinocchio (never rclpy)."""
 
-from .errors import (  # noqa: F401
+from walk_mpc.core.errors import (  # noqa: F401
     ConfigError,
     FrameNotFound,
     IKError,
@@ -16,4 +16,4 @@ from .errors import (  # noqa: F401
     UnknownKeyError,
     WalkMpcError,
 )
-from .step import Foot, Step  # noqa: F401
+from walk_mpc.core.walk.step import Foot, Step  # noqa: F401

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from .errors import InputError, ShapeError
+from walk_mpc.core.errors import InputError, ShapeError
 
 
 def finite_number(name: str, value) -> float:

@@ -15,7 +15,7 @@ import typing
 from pathlib import Path
 from typing import Any, Mapping, TypeVar
 
-from .errors import ConfigError, ParameterError, UnknownKeyError
+from walk_mpc.core.errors import ConfigError, ParameterError, UnknownKeyError
 
 T = TypeVar("T")
 

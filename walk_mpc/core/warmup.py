@@ -16,11 +16,11 @@ import time
 
 def warm_up() -> float:
     """Run the short walks; returns the wall time [s] it took. Without numba it only checks imports."""
-    from . import footsteps
-    from .closed_loop import ClosedLoopWalk
-    from .robot import RobotModel, yaw_of
-    from .sim.kinematic import KinematicSim
-    from .timeline import FootPose, GaitTiming, Timeline
+    from walk_mpc.core.body.robot import RobotModel, yaw_of
+    from walk_mpc.core.control.closed_loop import ClosedLoopWalk
+    from walk_mpc.core.sim.kinematic import KinematicSim
+    from walk_mpc.core.walk import footsteps
+    from walk_mpc.core.walk.timeline import FootPose, GaitTiming, Timeline
 
     start = time.perf_counter()
     robot = RobotModel()

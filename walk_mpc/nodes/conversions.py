@@ -10,8 +10,8 @@ import numpy as np
 from geometry_msgs.msg import Point, Pose, Quaternion, Vector3
 
 from walk_mpc.core.errors import InputError
-from walk_mpc.core.step import Foot, Step
-from walk_mpc.core.timeline import FootPose, GaitTiming, Timeline
+from walk_mpc.core.walk.step import Foot, Step
+from walk_mpc.core.walk.timeline import FootPose, GaitTiming, Timeline
 from walk_mpc.msg import FootstepPlan, SensorState, StepData
 
 

@@ -9,9 +9,9 @@ Topics (relative names, QoS reliable depth 10 unless said):
   or at the next sensor-driven tick;
 * subscribes ``mpc/com_reference`` (``ComReference``, best effort: see ``stream_input_qos``): each one is a
   control tick. With ``time_from_stamp = [T, 2T]`` and the CoM references at those instants, the node
-  builds the IK targets of both instants (:func:`~walk_mpc.core.walk_targets.walk_targets` while a walk is in
+  builds the IK targets of both instants (:func:`~walk_mpc.core.body.targets.walk_targets` while a walk is in
   progress, the standing targets under gestures otherwise), solves them with
-  :meth:`~walk_mpc.core.ik.IKSolver.solve_two` (the first from the model configuration, the second
+  :meth:`~walk_mpc.core.body.ik.IKSolver.solve_two` (the first from the model configuration, the second
   from the first) and publishes:
 
   - ``joint_trajectory`` (``trajectory_msgs/JointTrajectory``): ``header.stamp`` = the reference's
@@ -45,7 +45,7 @@ Topics (relative names, QoS reliable depth 10 unless said):
   configuration and previous command), else it solves as usual. The commands are the same either way.
 
 Support-foot correction (seed 001): the walking targets come from the timeline corrected by
-:class:`~walk_mpc.core.support_correction.SupportCorrector`, the policy the mpc_planner node applies
+:class:`~walk_mpc.core.mpc.support_correction.SupportCorrector`, the policy the mpc_planner node applies
 on the same ticks and the same samples (``support_correction_enabled``, ``support_shift_later_steps``,
 ``support_measured_height``, set alike in both nodes): at each lift-off the stance foot takes its
 measured pose (forward kinematics of the sample of the reference's stamp, or of the latest sample if
@@ -111,16 +111,11 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from walk_mpc.core.errors import InputError, JointNotFound, ParameterError, WalkMpcError
-from walk_mpc.core.gesture import GestureController, GestureDof
-from walk_mpc.core.ik import IKResult, IKSolver, IKTargets
-from walk_mpc.core.params import check_positive
-from walk_mpc.core.robot import RobotModel
-from walk_mpc.core.state_estimation import estimate_state
-from walk_mpc.core.step import Foot
-from walk_mpc.core.support_correction import SupportCorrectionParameters, SupportCorrector, anchor_foot
-from walk_mpc.core.timeline import FootPose, Timeline
-from walk_mpc.core.walk_targets import (
+from walk_mpc.core.body.gesture import GestureController, GestureDof
+from walk_mpc.core.body.ik import IKResult, IKSolver, IKTargets
+from walk_mpc.core.body.robot import RobotModel
+from walk_mpc.core.body.state_estimation import estimate_state
+from walk_mpc.core.body.targets import (
     StandingTargets,
     pose_matrix,
     walk_pose_targets,
@@ -128,6 +123,11 @@ from walk_mpc.core.walk_targets import (
     with_com,
     yaw_free,
 )
+from walk_mpc.core.errors import InputError, JointNotFound, ParameterError, WalkMpcError
+from walk_mpc.core.mpc.support_correction import SupportCorrectionParameters, SupportCorrector, anchor_foot
+from walk_mpc.core.params import check_positive
+from walk_mpc.core.walk.step import Foot
+from walk_mpc.core.walk.timeline import FootPose, Timeline
 from walk_mpc.msg import ComReference, FootstepPlan, SensorState, TickTiming
 from walk_mpc.nodes._common import (
     LATCHED_QOS,

@@ -18,11 +18,11 @@ Topics (relative names, QoS reliable depth 10 unless said; defaults of :class:`M
      first sample after an outage (stamps more than ``sensor_timeout`` apart: a restarted simulator or
      state estimator, the robot possibly elsewhere) restarts the planner from the measured CoM at rest,
      standing at the measured feet until the next plan, unless a plan received during the outage walks now;
-  2. estimates the measured state (:func:`~walk_mpc.core.state_estimation.estimate_state`, positions
+  2. estimates the measured state (:func:`~walk_mpc.core.body.state_estimation.estimate_state`, positions
      only: CoM and soles): joints + base estimate when ``base_estimate_valid``, else the base placed by a
      stance sole at its planned pose;
   3. seed 001's second feedback, the support-foot correction policy shared with the ik node
-     (:class:`~walk_mpc.core.support_correction.SupportCorrector`; ``support_correction_enabled``,
+     (:class:`~walk_mpc.core.mpc.support_correction.SupportCorrector`; ``support_correction_enabled``,
      ``support_shift_later_steps``, ``support_measured_height``): at each lift-off the stance foot,
      settled during the double support, takes its measured pose in the planner's timeline; later
      steps keep their planned world poses. Plans received later in the walk get the corrections so
@@ -62,15 +62,15 @@ from nav_msgs.msg import Path
 from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
+from walk_mpc.core.body.robot import RobotModel
+from walk_mpc.core.body.state_estimation import MeasuredState, estimate_state
 from walk_mpc.core.errors import ParameterError, WalkMpcError
-from walk_mpc.core.mpc import PlanStatus
+from walk_mpc.core.mpc.planner import MpcPlanner, PlannerOutput, PlannerParameters
+from walk_mpc.core.mpc.problem import PlanStatus
+from walk_mpc.core.mpc.support_correction import SupportCorrectionParameters, SupportCorrector, anchor_foot
 from walk_mpc.core.params import check_int_range, check_positive
-from walk_mpc.core.planner import MpcPlanner, PlannerOutput, PlannerParameters
-from walk_mpc.core.robot import RobotModel
-from walk_mpc.core.state_estimation import MeasuredState, estimate_state
-from walk_mpc.core.step import Foot
-from walk_mpc.core.support_correction import SupportCorrectionParameters, SupportCorrector, anchor_foot
-from walk_mpc.core.timeline import FootPose, Timeline
+from walk_mpc.core.walk.step import Foot
+from walk_mpc.core.walk.timeline import FootPose, Timeline
 from walk_mpc.msg import ComReference, FootstepPlan, SensorState, TickTiming
 from walk_mpc.nodes._common import (
     LATCHED_QOS,

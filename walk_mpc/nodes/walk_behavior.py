@@ -3,7 +3,7 @@
 Interfaces (names relative to the node's namespace, defaults of :class:`WalkBehaviorNodeParameters`):
 
 * action ``walk`` (``walk_mpc/action/Walk``): one walk goal at a time, Atlas semantics
-  (:mod:`walk_mpc.core.walk_behavior`). Every goal is *accepted* by ROS, then the core decides:
+  (:mod:`walk_mpc.core.walk.behavior`). Every goal is *accepted* by ROS, then the core decides:
   a goal the core refuses (malformed step, bad indices, open goal with fewer than 4 steps, a goal
   while the walk is stopping, a preempting goal that does not follow on) ends at once, *aborted*
   with the refusal's ``error_code`` and ``error_msg`` (a ROS goal rejection carries no message).
@@ -89,12 +89,10 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Bool
 
 from walk_mpc.action import Walk
+from walk_mpc.core.body.robot import RobotModel, yaw_of
 from walk_mpc.core.errors import InvalidStepError, ParameterError, WalkMpcError
 from walk_mpc.core.params import check_int_range, check_positive
-from walk_mpc.core.robot import RobotModel, yaw_of
-from walk_mpc.core.step import Foot
-from walk_mpc.core.timeline import FootPose, Timeline
-from walk_mpc.core.walk_behavior import (
+from walk_mpc.core.walk.behavior import (
     NUM_REQUIRED_WALK_STEPS,
     Behavior,
     WalkBehavior,
@@ -102,6 +100,8 @@ from walk_mpc.core.walk_behavior import (
     WalkResult,
     WalkStatus,
 )
+from walk_mpc.core.walk.step import Foot
+from walk_mpc.core.walk.timeline import FootPose, Timeline
 from walk_mpc.msg import FootstepPlan, SensorState, TickTiming, WalkFeedback
 from walk_mpc.nodes._common import (
     LATCHED_QOS,
@@ -282,7 +282,7 @@ def result_to_msg(result: WalkResult) -> Walk.Result:
 
 
 class WalkBehaviorNode(GraphNode):
-    """Walk action server and footstep queue over :class:`~walk_mpc.core.walk_behavior.WalkBehavior`."""
+    """Walk action server and footstep queue over :class:`~walk_mpc.core.walk.behavior.WalkBehavior`."""
 
     def __init__(self, params: Optional[WalkBehaviorNodeParameters] = None, **kwargs) -> None:
         """Create the node.

@@ -52,7 +52,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 
 from walk_mpc.core.errors import ParameterError
 from walk_mpc.core.params import check_choice, check_int_range, check_positive
-from walk_mpc.core.wheel_contact import WheelContact
+from walk_mpc.core.wheel.contact import WheelContact
 from walk_mpc.msg import SensorState, WheelContactArray
 from walk_mpc.msg import WheelContact as WheelContactMsg
 from walk_mpc.nodes._common import DataclassParameters, GraphNode, node_options, run

@@ -47,7 +47,7 @@ def read_recording(path: Path, robot: str = "talos_reduced", sole=(0.1, 0.1, 0.0
     from mcap.reader import make_reader
     from mcap_ros2.decoder import DecoderFactory
 
-    from walk_mpc.core.robot import RobotModel
+    from walk_mpc.core.body.robot import RobotModel
 
     model = RobotModel(RobotModel.Parameters(robot=robot))
     front, back, left, right = sole

@@ -1,6 +1,6 @@
 """Scripted SensorState stream of a wheeled robot: rolling, lifted (wheels spin freely), touchdown.
 
-Each wheel is simulated by :func:`walk_mpc.core.wheel_sim.simulate_wheel` (its own seeded generator),
+Each wheel is simulated by :func:`walk_mpc.core.wheel.plant.simulate_wheel` (its own seeded generator),
 in the air between ``ground`` and ``ground + air`` seconds. The stream has upkie's motors
 (``left_hip``, ``left_knee``, ``left_wheel``, ``right_hip``, ``right_knee``, ``right_wheel``; leg motors
 at rest) with the same names as joints, and integer-nanosecond stamps ``t0 + k * period``.
@@ -33,7 +33,7 @@ from typing import Iterator
 
 import numpy as np
 
-from walk_mpc.core.wheel_sim import simulate_wheel
+from walk_mpc.core.wheel.plant import simulate_wheel
 
 #: Wheel names of upkie.
 WHEELS = ("left_wheel", "right_wheel")

@@ -11,8 +11,15 @@ from __future__ import annotations
 
 import importlib
 
-from ..errors import ConfigError
-from .backend import GRAVITY, JointServo, JointTrajectoryCommand, SensorSample, SimBackend, SimState
+from walk_mpc.core.errors import ConfigError
+from walk_mpc.core.sim.backend import (
+    GRAVITY,
+    JointServo,
+    JointTrajectoryCommand,
+    SensorSample,
+    SimBackend,
+    SimState,
+)
 
 #: Backends selectable by name, and the module that implements each one.
 BACKENDS = {"kinematic": "walk_mpc.core.sim.kinematic", "mujoco": "walk_mpc.core.sim.mujoco"}
@@ -44,7 +51,7 @@ def create_backend(name: str, params=None) -> SimBackend:
     if factory is None:
         raise ConfigError(f"module {BACKENDS[name]} defines no create_backend(params)", "backend")
     if params is None:
-        from .kinematic import KinematicSim
+        from walk_mpc.core.sim.kinematic import KinematicSim
 
         params = KinematicSim.Parameters()
     return factory(params)

@@ -26,8 +26,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import InputError, JointNotFound, ShapeError
-from ..params import check_nonnegative
+from walk_mpc.core.errors import InputError, JointNotFound, ShapeError
+from walk_mpc.core.params import check_nonnegative
 
 #: Standard gravity [m/s^2] (pinocchio's model gravity is (0, 0, -GRAVITY)).
 GRAVITY = 9.81

@@ -62,10 +62,10 @@ import math
 import numpy as np
 import pinocchio as pin
 
-from ..errors import ModelError, ParameterError
-from ..params import check_int_range, check_nonnegative, check_positive
-from ..robot import RobotModel, rotation_z, yaw_of
-from .backend import (
+from walk_mpc.core.body.robot import RobotModel, rotation_z, yaw_of
+from walk_mpc.core.errors import ModelError, ParameterError
+from walk_mpc.core.params import check_int_range, check_nonnegative, check_positive
+from walk_mpc.core.sim.backend import (
     GRAVITY,
     JointServo,
     SensorSample,

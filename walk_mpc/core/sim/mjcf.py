@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ConfigError, ModelError
+from walk_mpc.core.errors import ConfigError, ModelError
 
 try:
     import mujoco

@@ -45,11 +45,11 @@ import math
 import numpy as np
 import pinocchio as pin
 
-from ..errors import InputError, ModelError, ParameterError, ShapeError
-from ..params import check_choice, check_int_range, check_nonnegative, check_positive, check_range
-from ..robot import RobotModel
-from . import mjcf
-from .backend import (
+from walk_mpc.core.body.robot import RobotModel
+from walk_mpc.core.errors import InputError, ModelError, ParameterError, ShapeError
+from walk_mpc.core.params import check_choice, check_int_range, check_nonnegative, check_positive, check_range
+from walk_mpc.core.sim import mjcf
+from walk_mpc.core.sim.backend import (
     GRAVITY,
     JointServo,
     ScriptedWheelsBackend,
@@ -58,8 +58,15 @@ from .backend import (
     SimState,
     check_dt,
 )
-from .kinematic import CONTACT_NAMES, CORNERS, FEET, KinematicSim, add_sensor_noise, initial_configuration
-from .wheels import WheelPlant, upkie_urdf
+from walk_mpc.core.sim.kinematic import (
+    CONTACT_NAMES,
+    CORNERS,
+    FEET,
+    KinematicSim,
+    add_sensor_noise,
+    initial_configuration,
+)
+from walk_mpc.core.sim.wheels import WheelPlant, upkie_urdf
 
 #: Integrators of ``MujocoSim.Parameters.integrator``.
 INTEGRATORS = ("euler", "implicit", "implicitfast", "rk4")

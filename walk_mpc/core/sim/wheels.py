@@ -1,6 +1,6 @@
 """Scripted wheeled-biped plant (upkie): rolling, lifted, touchdown, repeated; legs servoed in place.
 
-The wheels are not commanded: each one replays :func:`walk_mpc.core.wheel_sim.simulate_wheel` (its own
+The wheels are not commanded: each one replays :func:`walk_mpc.core.wheel.plant.simulate_wheel` (its own
 seeded generator per wheel and per cycle) over cycles of ``ground`` seconds rolling, ``air`` seconds
 lifted (the wheels spin freely) and ``touchdown`` seconds rolling again, giving the torque [N m] and
 velocity [rad/s] a wheel contact observer needs. The legs track position commands through
@@ -16,11 +16,10 @@ import math
 
 import numpy as np
 
-from ..errors import InputError, ModelError, ParameterError
-from ..params import check_int_range, check_nonnegative, check_positive
-from ..robot import RobotModel
-from ..wheel_sim import simulate_wheel
-from .backend import (
+from walk_mpc.core.body.robot import RobotModel
+from walk_mpc.core.errors import InputError, ModelError, ParameterError
+from walk_mpc.core.params import check_int_range, check_nonnegative, check_positive
+from walk_mpc.core.sim.backend import (
     GRAVITY,
     JointServo,
     ScriptedWheelsBackend,
@@ -28,6 +27,7 @@ from .backend import (
     SimState,
     check_dt,
 )
+from walk_mpc.core.wheel.plant import simulate_wheel
 
 
 def upkie_urdf() -> str:

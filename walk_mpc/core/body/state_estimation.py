@@ -22,10 +22,10 @@ from typing import Optional
 import numpy as np
 import pinocchio as pin
 
-from .errors import InputError
-from .robot import RobotModel, rotation_z, yaw_of
-from .step import Foot
-from .timeline import FootPose
+from walk_mpc.core.body.robot import RobotModel, rotation_z, yaw_of
+from walk_mpc.core.errors import InputError
+from walk_mpc.core.walk.step import Foot
+from walk_mpc.core.walk.timeline import FootPose
 
 
 @dataclasses.dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 Preview interval ``i`` of a window starting at time ``t`` ends at ``t + T0 + i T`` (``T0`` the first,
 possibly shorter, interval, ``T`` the sampling period). Its support region and ZMP reference apply to
-the state at the END of the interval, and are sampled from the :class:`~walk_mpc.core.timeline.Timeline`
+the state at the END of the interval, and are sampled from the :class:`~walk_mpc.core.walk.timeline.Timeline`
 at that instant (just after it, so an interval ending at a lift-off is already single support and
 one ending at a touchdown is already double support).
 
@@ -36,10 +36,10 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from .errors import InputError, ShapeError
-from .params import check_int_range, check_positive
-from .step import Foot
-from .timeline import FootPose, Phase, PhaseKind, Timeline
+from walk_mpc.core.errors import InputError, ShapeError
+from walk_mpc.core.params import check_int_range, check_positive
+from walk_mpc.core.walk.step import Foot
+from walk_mpc.core.walk.timeline import FootPose, Phase, PhaseKind, Timeline
 
 _SAMPLE_EPS = 1e-9  # [s] sample just after the interval end (see module docstring)
 _ANGLE_SNAP = 1e-9  # [rad] angles this close are made equal

@@ -1,21 +1,21 @@
 """IK targets of one instant: feet from the timeline, CoM from the MPC, torso yaw from the feet; gestures.
 
-Walking (:func:`walk_targets`): at time ``t`` of a :class:`~walk_mpc.core.timeline.Timeline`,
+Walking (:func:`walk_targets`): at time ``t`` of a :class:`~walk_mpc.core.walk.timeline.Timeline`,
 
 * the stance feet are at their planned poses (the phase's ``left`` / ``right``) exactly;
-* in single support the swing foot follows :func:`~walk_mpc.core.swing.swing_pose` from the phase's
+* in single support the swing foot follows :func:`~walk_mpc.core.body.swing.swing_pose` from the phase's
   ``swing_start`` to its touchdown pose, with the phase progress as normalised swing time;
 * soles are flat (rotation about the world z axis by their yaw);
 * the torso yaw is the mean of the two feet's yaws (on the circle), times an optional constant tilt
   (e.g. the reference posture's torso pitch);
 * the CoM is the MPC's reference for that instant.
 
-Fed the support-corrected timeline (:class:`~walk_mpc.core.support_correction.SupportCorrector`, as the
+Fed the support-corrected timeline (:class:`~walk_mpc.core.mpc.support_correction.SupportCorrector`, as the
 ik node and the in-process closed loop do), the stance feet are at their measured poses from the
 lift-off on, and the swing foot aims at its planned world pose from where it really lifted off.
 
 Standing (:class:`StandingTargets`): the feet, body and CoM of a standing robot under gestures (seed 003,
-:class:`~walk_mpc.core.gesture.GestureController` with one leg per foot frame). Legs moved by gestures
+:class:`~walk_mpc.core.body.gesture.GestureController` with one leg per foot frame). Legs moved by gestures
 move their foot target; when the body moves (friction, enough support legs) the body, the torso and the
 CoM are carried by the body's displacement ``D = B_now B_start^-1`` while the feet stay.
 
@@ -29,14 +29,14 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ._validate import finite_number, finite_vector
-from .errors import InputError, ShapeError
-from .gesture import GestureController, inverse_transform
-from .ik import IKTargets, _posture_vector, _rotation
-from .robot import RobotModel, rotation_z, yaw_of
-from .step import Foot
-from .swing import swing_position_yaw, wrap_angle
-from .timeline import PhaseKind, Timeline
+from walk_mpc.core._validate import finite_number, finite_vector
+from walk_mpc.core.body.gesture import GestureController, inverse_transform
+from walk_mpc.core.body.ik import IKTargets, _posture_vector, _rotation
+from walk_mpc.core.body.robot import RobotModel, rotation_z, yaw_of
+from walk_mpc.core.body.swing import swing_position_yaw, wrap_angle
+from walk_mpc.core.errors import InputError, ShapeError
+from walk_mpc.core.walk.step import Foot
+from walk_mpc.core.walk.timeline import PhaseKind, Timeline
 
 
 @dataclasses.dataclass(frozen=True)

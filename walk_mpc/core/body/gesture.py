@@ -24,9 +24,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ._validate import finite_number
-from .errors import InputError, ParameterError, ShapeError
-from .params import check_int_range
+from walk_mpc.core._validate import finite_number
+from walk_mpc.core.errors import InputError, ParameterError, ShapeError
+from walk_mpc.core.params import check_int_range
 
 
 class GestureDof(enum.IntEnum):

@@ -22,10 +22,10 @@ import enum
 import math
 from typing import Tuple
 
-from .errors import ParameterError
-from .params import check_less, check_nonnegative, check_positive
-from .step import Foot, Step
-from .timeline import FootPose
+from walk_mpc.core.errors import ParameterError
+from walk_mpc.core.params import check_less, check_nonnegative, check_positive
+from walk_mpc.core.walk.step import Foot, Step
+from walk_mpc.core.walk.timeline import FootPose
 
 #: Changes smaller than this are not reported as saturation (float noise) [m] or [rad] or [s].
 TOLERANCE = 1e-9

@@ -1,4 +1,4 @@
-"""Compiled (numba) Gauss-Newton steps of :class:`walk_mpc.core.ik.IKSolver`: the same damped step as
+"""Compiled (numba) Gauss-Newton steps of :class:`walk_mpc.core.body.ik.IKSolver`: the same damped step as
 ``IKSolver._solve_step`` when no joint limit binds, and the chord step, in one call each.
 
 Importing this module requires numba; :mod:`.ik` falls back to its numpy/LAPACK implementation when

@@ -7,7 +7,7 @@ import enum
 import math
 from typing import Tuple
 
-from .errors import InvalidStepError
+from walk_mpc.core.errors import InvalidStepError
 
 Vec3 = Tuple[float, float, float]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .mpc import PlanStatus
+from walk_mpc.core.mpc.status import PlanStatus
 
 
 class DaqpBackend:

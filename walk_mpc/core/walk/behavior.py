@@ -48,10 +48,10 @@ import enum
 import math
 from typing import Any, Dict, Hashable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from .errors import InputError, InvalidStepError, ParameterError
-from .saturation import SaturationFlags, StepLimits, saturate_step
-from .step import Foot, Step
-from .timeline import FootPose, GaitTiming, Phase, PhaseKind, Timeline
+from walk_mpc.core.errors import InputError, InvalidStepError, ParameterError
+from walk_mpc.core.walk.saturation import SaturationFlags, StepLimits, saturate_step
+from walk_mpc.core.walk.step import Foot, Step
+from walk_mpc.core.walk.timeline import FootPose, GaitTiming, Phase, PhaseKind, Timeline
 
 #: Walk always needs this many steps of data ahead (or the end of the plan).
 NUM_REQUIRED_WALK_STEPS = 4

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .mpc import PlanStatus
+from walk_mpc.core.mpc.status import PlanStatus
 
 _MAX_VIOLATION = 1e-4  # [m] accepted ZMP bound violation of an inaccurate solution
 

@@ -20,11 +20,17 @@ from __future__ import annotations
 import math
 from typing import Callable, List, Optional, Sequence, Tuple
 
-from .errors import InputError
-from .params import check_finite, check_positive
-from .saturation import SaturationFlags, StepLimits, relative_offset, saturate_step, wrap_angle
-from .step import Foot, Step
-from .timeline import FootPose
+from walk_mpc.core.errors import InputError
+from walk_mpc.core.params import check_finite, check_positive
+from walk_mpc.core.walk.saturation import (
+    SaturationFlags,
+    StepLimits,
+    relative_offset,
+    saturate_step,
+    wrap_angle,
+)
+from walk_mpc.core.walk.step import Foot, Step
+from walk_mpc.core.walk.timeline import FootPose
 
 Pose2 = Tuple[float, float, float]  # x [m], y [m], yaw [rad]
 

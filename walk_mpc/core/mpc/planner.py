@@ -17,7 +17,7 @@ start is shifted by one interval each tick. The target at ``t + 2 Tc`` follows t
 jerk) exactly.
 
 Support-foot correction (seed 001, second feedback) is a policy of its own,
-:class:`~walk_mpc.core.support_correction.SupportCorrector`, shared with the IK: the caller feeds it the
+:class:`~walk_mpc.core.mpc.support_correction.SupportCorrector`, shared with the IK: the caller feeds it the
 plan and the measured feet and gives the planner its corrected timeline (:meth:`MpcPlanner.set_timeline`).
 :meth:`MpcPlanner.correct_support` is the older one-shot form (replace a support foot by its measured pose
 and translate every later step by the same offset).
@@ -31,13 +31,13 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
-from .errors import InputError, InvalidStepError, ParameterError, ShapeError
-from .mpc import Mpc, MpcParameters, Plan, PlanStatus
-from .params import check_nonnegative, check_range
-from .preview import Preview, PreviewBuilder, SoleParameters, stance_centre
-from .step import Foot
-from .support_correction import corrected_timeline, last_touchdown
-from .timeline import FootPose, PhaseKind, Timeline
+from walk_mpc.core.errors import InputError, InvalidStepError, ParameterError, ShapeError
+from walk_mpc.core.mpc.preview import Preview, PreviewBuilder, SoleParameters, stance_centre
+from walk_mpc.core.mpc.problem import Mpc, MpcParameters, Plan, PlanStatus
+from walk_mpc.core.mpc.support_correction import corrected_timeline, last_touchdown
+from walk_mpc.core.params import check_nonnegative, check_range
+from walk_mpc.core.walk.step import Foot
+from walk_mpc.core.walk.timeline import FootPose, PhaseKind, Timeline
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import pinocchio as pin
 
-from ._validate import finite_vector
-from .errors import FrameNotFound, InputError, JointNotFound, ModelError, ParameterError
+from walk_mpc.core._validate import finite_vector
+from walk_mpc.core.errors import FrameNotFound, InputError, JointNotFound, ModelError, ParameterError
 
 ROBOT_DATA_SUBDIR = os.path.join("share", "example-robot-data", "robots")
 

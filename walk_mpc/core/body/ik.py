@@ -36,11 +36,11 @@ import numpy as np
 import pinocchio as pin
 from scipy.linalg.lapack import dposv, dpotrs
 
-from ._validate import finite_vector
-from .errors import FrameNotFound, InputError, ModelError, ParameterError, ShapeError
-from .params import check_int_range, check_nonnegative, check_positive, check_range
-from .robot import RobotModel
-from .step import Foot
+from walk_mpc.core._validate import finite_vector
+from walk_mpc.core.body.robot import RobotModel
+from walk_mpc.core.errors import FrameNotFound, InputError, ModelError, ParameterError, ShapeError
+from walk_mpc.core.params import check_int_range, check_nonnegative, check_positive, check_range
+from walk_mpc.core.walk.step import Foot
 
 _LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 _COM_POSITION = pin.KinematicLevel.POSITION
@@ -791,7 +791,7 @@ def _load_kernel():
     """The compiled steps (:mod:`.ik_kernel`), compiled or loaded from numba's cache now rather than at
     the first solve; None without numba."""
     try:
-        from . import ik_kernel
+        from walk_mpc.core.body import ik_kernel
     except ImportError:  # numba not installed: numpy implementation
         return None
     jacobian, factor, step = np.eye(1, 2), np.zeros((1, 1)), np.zeros(2)

@@ -31,7 +31,7 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 from scipy.linalg.lapack import dposv
 
-from .mpc import PlanStatus
+from walk_mpc.core.mpc.status import PlanStatus
 
 #: Use the compiled kernel of :mod:`.mpc_exact_kernel` when numba is installed (tests switch it off to
 #: exercise the numpy implementation).
@@ -226,7 +226,7 @@ _STATUS = {1: PlanStatus.INFEASIBLE, 2: PlanStatus.FAILED}
 
 def _load_kernel():
     try:
-        from .mpc_exact_kernel import exact_tick
+        from walk_mpc.core.mpc.exact_kernel import exact_tick
     except ImportError:  # numba not installed: numpy implementation
         return None
     return exact_tick

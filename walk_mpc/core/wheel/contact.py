@@ -45,8 +45,8 @@ import dataclasses
 import math
 import numbers
 
-from .errors import ParameterError
-from .params import check_choice, check_less, check_nonnegative, check_positive
+from walk_mpc.core.errors import ParameterError
+from walk_mpc.core.params import check_choice, check_less, check_nonnegative, check_positive
 
 #: Estimators of the apparent inertia, for ``WheelContact.Parameters.estimator``.
 ESTIMATORS = ("ratio", "regression")

@@ -1,5 +1,5 @@
 """Compiled (numba) tick of the exact backend: the same dual active-set algorithm as
-:func:`walk_mpc.core.mpc_exact._dual_active_set`, fused with the output computation in one call.
+:func:`walk_mpc.core.mpc.exact._dual_active_set`, fused with the output computation in one call.
 
 Importing this module requires numba; :mod:`.mpc_exact` falls back to its numpy implementation
 when numba is not installed. Status codes returned by :func:`exact_tick`: 0 solved, 1 infeasible

@@ -21,8 +21,8 @@ from typing import Tuple
 
 import numpy as np
 
-from .errors import InputError, ShapeError
-from .params import check_positive
+from walk_mpc.core.errors import InputError, ShapeError
+from walk_mpc.core.params import check_positive
 
 
 @dataclasses.dataclass(frozen=True)

@@ -23,9 +23,9 @@ import enum
 import math
 from typing import Optional, Sequence, Tuple
 
-from .errors import InconsistentStepsError, InvalidStepError
-from .params import check_positive
-from .step import Foot, Step
+from walk_mpc.core.errors import InconsistentStepsError, InvalidStepError
+from walk_mpc.core.params import check_positive
+from walk_mpc.core.walk.step import Foot, Step
 
 Vec3 = Tuple[float, float, float]
 

@@ -25,16 +25,16 @@ by one interval (or a zero-jerk hold from the current state when there is none),
 from __future__ import annotations
 
 import dataclasses
-import enum
 import time
 from typing import Optional, Tuple
 
 import numpy as np
 
-from .errors import InputError, ParameterError, ShapeError
-from .lipm import LipmModel, integrate_state
-from .params import check_choice, check_int_range, check_nonnegative, check_positive
-from .preview import Preview
+from walk_mpc.core.errors import InputError, ParameterError, ShapeError
+from walk_mpc.core.mpc.lipm import LipmModel, integrate_state
+from walk_mpc.core.mpc.preview import Preview
+from walk_mpc.core.mpc.status import PlanStatus
+from walk_mpc.core.params import check_choice, check_int_range, check_nonnegative, check_positive
 
 BACKENDS = ("exact", "daqp", "osqp")
 
@@ -132,15 +132,6 @@ class MpcParameters:
     def model(self) -> LipmModel:
         """The LIPM of these parameters."""
         return LipmModel(self.com_height, self.gravity)
-
-
-class PlanStatus(enum.Enum):
-    """Outcome of an MPC solve."""
-
-    SOLVED = "solved"
-    INFEASIBLE = "infeasible"  # the support boxes admit no ZMP (e.g. lower > upper)
-    FAILED = "failed"  # the solver did not converge or raised
-    SHIFTED_PREVIOUS = "shifted_previous"  # a plan obtained by Plan.shifted(), no solve
 
 
 def _frozen(array: np.ndarray) -> np.ndarray:
@@ -468,13 +459,13 @@ class Mpc:
 
 def _make_backend(name: str, mpc: Mpc):
     if name == "exact":
-        from .mpc_exact import ExactBackend
+        from walk_mpc.core.mpc.exact import ExactBackend
 
         return ExactBackend(mpc)
     if name == "daqp":
-        from .mpc_daqp import DaqpBackend
+        from walk_mpc.core.mpc.daqp_backend import DaqpBackend
 
         return DaqpBackend(mpc)
-    from .mpc_osqp import OsqpBackend
+    from walk_mpc.core.mpc.osqp_backend import OsqpBackend
 
     return OsqpBackend(mpc)

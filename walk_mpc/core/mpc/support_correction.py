@@ -22,7 +22,7 @@ closed loop), so that they all walk on the same corrected timeline:
   foot and planned pose) and start feet (same foot and planned pose) it still holds; corrections matching
   nothing are dropped (a new walk).
 
-Pure Python over :class:`~walk_mpc.core.timeline.Timeline`: no ROS import.
+Pure Python over :class:`~walk_mpc.core.walk.timeline.Timeline`: no ROS import.
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Optional, Union
 
-from .errors import InputError, ParameterError
-from .step import Foot, Step
-from .timeline import FootPose, PhaseKind, Timeline
+from walk_mpc.core.errors import InputError, ParameterError
+from walk_mpc.core.walk.step import Foot, Step
+from walk_mpc.core.walk.timeline import FootPose, PhaseKind, Timeline
 
 #: Largest difference [m, rad] between two poses taken as the same planned pose (they travel as float64).
 POSE_TOLERANCE = 1e-9

@@ -5,7 +5,7 @@ One :class:`ClosedLoopWalk` runs the graph's control loop in a single process on
 ``control_period / hardware_period``-th sensor sample, seed 001):
 
 1. **Support-foot correction** (seed 001, second feedback):
-   :class:`~walk_mpc.core.support_correction.SupportCorrector`, the policy the mpc_planner and ik nodes
+   :class:`~walk_mpc.core.mpc.support_correction.SupportCorrector`, the policy the mpc_planner and ik nodes
    share: at each lift-off the stance foot, settled during the double support, takes its measured pose
    (position, yaw and height) in place of its planned one; later steps keep their planned world poses
    (``shift_later_steps`` False), so the planner and the IK aim each swing foot at its planned world
@@ -38,17 +38,17 @@ from typing import Callable, Optional
 import numpy as np
 import pinocchio as pin
 
-from .errors import InputError, ParameterError
-from .ik import IKSolver
-from .mpc import MpcParameters
-from .params import check_nonnegative, check_positive
-from .planner import MpcPlanner, PlannerOutput, PlannerParameters
-from .robot import RobotModel, yaw_of
-from .sim.backend import JointTrajectoryCommand, SimBackend, SimState
-from .step import Foot
-from .support_correction import SupportCorrectionParameters, SupportCorrector
-from .timeline import FootPose, Timeline
-from .walk_targets import walk_targets, yaw_free
+from walk_mpc.core.body.ik import IKSolver
+from walk_mpc.core.body.robot import RobotModel, yaw_of
+from walk_mpc.core.body.targets import walk_targets, yaw_free
+from walk_mpc.core.errors import InputError, ParameterError
+from walk_mpc.core.mpc.planner import MpcPlanner, PlannerOutput, PlannerParameters
+from walk_mpc.core.mpc.problem import MpcParameters
+from walk_mpc.core.mpc.support_correction import SupportCorrectionParameters, SupportCorrector
+from walk_mpc.core.params import check_nonnegative, check_positive
+from walk_mpc.core.sim.backend import JointTrajectoryCommand, SimBackend, SimState
+from walk_mpc.core.walk.step import Foot
+from walk_mpc.core.walk.timeline import FootPose, Timeline
 
 #: CoM feedback gain of :func:`default_planner_parameters` (see the module docstring).
 DEFAULT_FEEDBACK_GAIN = 0.1

@@ -22,8 +22,8 @@ import math
 
 import numpy as np
 
-from ._validate import finite_number, finite_vector
-from .errors import InputError
+from walk_mpc.core._validate import finite_number, finite_vector
+from walk_mpc.core.errors import InputError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,7 +140,7 @@ def swing_position_yaw(
     """Position and yaw of :func:`swing_pose` only, on trusted inputs (no validation, no derivatives).
 
     For hot paths whose inputs are already validated (e.g. the poses of a
-    :class:`~walk_mpc.core.timeline.Timeline`): finite 3-sequences and floats, ``swing_height >= 0``
+    :class:`~walk_mpc.core.walk.timeline.Timeline`): finite 3-sequences and floats, ``swing_height >= 0``
     and ``s`` in [0, 1]. The results are bit-identical to ``swing_pose(...).position`` and ``.yaw``.
 
     Returns:
