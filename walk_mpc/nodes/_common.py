@@ -28,6 +28,43 @@ T = TypeVar("T")
 PACKAGE = "walk_mpc"
 
 
+class RosLog:
+    """A core controller's :class:`~walk_mpc.core.control.types.Log` on a node's rclpy logger.
+
+    Warnings and errors are throttled per call site in the core (``period`` [s]), as rclpy's
+    ``throttle_duration_sec`` throttles per call site in a node; debug and info pass through.
+    """
+
+    def __init__(self, logger, period: float = 1.0) -> None:
+        self._logger = logger
+        self._period = period
+        self._last: dict = {}  # call site -> monotonic time of its last message
+
+    def _throttled(self) -> bool:
+        frame = sys._getframe(2)
+        site = (frame.f_code, frame.f_lineno)
+        now = time.monotonic()
+        last = self._last.get(site)
+        if last is not None and now - last < self._period:
+            return True
+        self._last[site] = now
+        return False
+
+    def debug(self, msg: str) -> None:
+        self._logger.debug(msg)
+
+    def info(self, msg: str) -> None:
+        self._logger.info(msg)
+
+    def warning(self, msg: str) -> None:
+        if not self._throttled():
+            self._logger.warning(msg)
+
+    def error(self, msg: str) -> None:
+        if not self._throttled():
+            self._logger.error(msg)
+
+
 def reliable_qos(depth: int = 10) -> QoSProfile:
     """QoS of the graph's streams: reliable, volatile, keep the last ``depth``."""
     return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth, reliability=ReliabilityPolicy.RELIABLE,

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Iterable, List, Sequence, Tuple
 
 import numpy as np
 from geometry_msgs.msg import Point, Pose, Quaternion, Vector3
 
+from walk_mpc.core.control.types import WalkPlan
 from walk_mpc.core.errors import InputError
+from walk_mpc.core.sensors import SensorSample
 from walk_mpc.core.walk.step import Foot, Step
 from walk_mpc.core.walk.timeline import FootPose, GaitTiming, Timeline
 from walk_mpc.msg import FootstepPlan, SensorState, StepData
@@ -117,24 +118,51 @@ def stamp_ns(stamp) -> int:
     return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
 
 
-@dataclasses.dataclass(frozen=True)
+def plan_from_msg(msg: FootstepPlan) -> WalkPlan:
+    """The core plan of a FootstepPlan message, validated.
+
+    Raises:
+        WalkMpcError: If the plan's steps or timing are invalid.
+    """
+    return WalkPlan(int(msg.plan_id), bool(msg.walking), stamp_ns(msg.header.stamp), timeline_from_msg(msg))
+
+
 class PlanMessage:
-    """A validated FootstepPlan: its id, whether it walks, its stamp [ns] and its timeline (t0 = 0)."""
+    """Former name of :class:`~walk_mpc.core.control.types.WalkPlan` construction from a message."""
 
-    plan_id: int
-    walking: bool
-    stamp_ns: int
-    timeline: Timeline
+    from_msg = staticmethod(plan_from_msg)
 
-    @staticmethod
-    def from_msg(msg: FootstepPlan) -> PlanMessage:
-        """Validate a FootstepPlan message.
 
-        Raises:
-            WalkMpcError: If the plan's steps or timing are invalid.
-        """
-        return PlanMessage(int(msg.plan_id), bool(msg.walking), stamp_ns(msg.header.stamp),
-                           timeline_from_msg(msg))
+def sensor_sample_from_msg(msg: SensorState) -> SensorSample:
+    """The core sensor sample of a SensorState (``time`` = the stamp in seconds), shapes checked.
+
+    Raises:
+        ShapeError: An array whose length does not match its names.
+    """
+    def vectors(values) -> np.ndarray:
+        return np.array([(v.x, v.y, v.z) for v in values], dtype=float).reshape(-1, 3)
+
+    pose, twist = msg.base_pose, msg.base_twist
+    return SensorSample(
+        time=stamp_ns(msg.header.stamp) / 1e9,
+        joint_names=tuple(msg.joint_names), joint_pos=np.asarray(msg.joint_pos, dtype=float),
+        joint_vel=np.asarray(msg.joint_vel, dtype=float) if len(msg.joint_vel) else
+        np.zeros(len(msg.joint_names)),
+        motor_names=tuple(msg.motor_names), motor_pos=np.asarray(msg.motor_pos, dtype=float),
+        motor_vel=np.asarray(msg.motor_vel, dtype=float),
+        motor_torque=np.asarray(msg.motor_torque, dtype=float),
+        contact_names=tuple(msg.contact_names), contact=np.asarray(msg.contact, dtype=float),
+        imu_names=tuple(msg.imu_names),
+        imu_orientation_xyzw=np.array([(q.x, q.y, q.z, q.w) for q in msg.imu_orientation],
+                                      dtype=float).reshape(-1, 4),
+        imu_angular_vel=vectors(msg.imu_angular_vel), imu_linear_acc=vectors(msg.imu_linear_acc),
+        base_estimate_valid=bool(msg.base_estimate_valid),
+        base_position=np.array([pose.position.x, pose.position.y, pose.position.z]),
+        base_orientation_xyzw=np.array([pose.orientation.x, pose.orientation.y, pose.orientation.z,
+                                        pose.orientation.w]),
+        base_linear_velocity=np.array([twist.linear.x, twist.linear.y, twist.linear.z]),
+        base_angular_velocity=np.array([twist.angular.x, twist.angular.y, twist.angular.z]),
+    )
 
 
 def named_values(names: Sequence[str], values: Sequence[float], what: str) -> dict[str, float]:
@@ -164,6 +192,8 @@ def sensor_base_pose(msg: SensorState) -> Tuple[np.ndarray, np.ndarray] | None:
 __all__ = [
     "Foot",
     "PlanMessage",
+    "plan_from_msg",
+    "sensor_sample_from_msg",
     "stamp_ns",
     "foot_pose_to_msg",
     "named_values",

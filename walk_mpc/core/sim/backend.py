@@ -28,96 +28,10 @@ import numpy as np
 
 from walk_mpc.core.errors import InputError, JointNotFound, ShapeError
 from walk_mpc.core.params import check_nonnegative
+from walk_mpc.core.sensors import SensorSample, _frozen
 
 #: Standard gravity [m/s^2] (pinocchio's model gravity is (0, 0, -GRAVITY)).
 GRAVITY = 9.81
-
-
-def _frozen(array, dtype=float) -> np.ndarray:
-    out = np.array(array, dtype=dtype)
-    out.setflags(write=False)
-    return out
-
-
-@dataclasses.dataclass(frozen=True)
-class SensorSample:
-    """Sensor data of one hardware step (HAPTIX ``hxSensor``), arrays read-only.
-
-    Attributes:
-        time: Simulated time of the sample [s] since reset.
-        joint_names: Joint names, ordering ``joint_pos`` and ``joint_vel``.
-        joint_pos: Joint positions [rad].
-        joint_vel: Joint velocities [rad/s].
-        motor_names: Motor names, ordering the motor arrays (motor = joint in our simulators).
-        motor_pos: Motor positions [rad].
-        motor_vel: Motor velocities [rad/s].
-        motor_torque: Torque applied by the embedded controller [N m].
-        contact_names: Contact sensor names, ordering ``contact``.
-        contact: Contact normal force per sensor [N].
-        imu_names: IMU names (frame names), ordering the IMU arrays.
-        imu_orientation_xyzw: Orientation of each IMU in the world, shape (n, 4), (x, y, z, w).
-        imu_angular_vel: Angular velocity in each IMU frame [rad/s], shape (n, 3).
-        imu_linear_acc: Accelerometer output ``a - g`` in each IMU frame [m/s^2], shape (n, 3).
-        base_estimate_valid: Whether the base fields hold a pose (ground truth in simulation).
-        base_position: Base position in the world [m].
-        base_orientation_xyzw: Base orientation in the world (x, y, z, w).
-        base_linear_velocity: Base linear velocity, world frame [m/s].
-        base_angular_velocity: Base angular velocity, world frame [rad/s].
-    """
-
-    time: float
-    joint_names: tuple[str, ...]
-    joint_pos: np.ndarray
-    joint_vel: np.ndarray
-    motor_names: tuple[str, ...]
-    motor_pos: np.ndarray
-    motor_vel: np.ndarray
-    motor_torque: np.ndarray
-    contact_names: tuple[str, ...] = ()
-    contact: np.ndarray = dataclasses.field(default_factory=lambda: _frozen(()))
-    imu_names: tuple[str, ...] = ()
-    imu_orientation_xyzw: np.ndarray = dataclasses.field(default_factory=lambda: _frozen(np.zeros((0, 4))))
-    imu_angular_vel: np.ndarray = dataclasses.field(default_factory=lambda: _frozen(np.zeros((0, 3))))
-    imu_linear_acc: np.ndarray = dataclasses.field(default_factory=lambda: _frozen(np.zeros((0, 3))))
-    base_estimate_valid: bool = False
-    base_position: np.ndarray = dataclasses.field(default_factory=lambda: _frozen(np.zeros(3)))
-    base_orientation_xyzw: np.ndarray = dataclasses.field(default_factory=lambda: _frozen([0, 0, 0, 1]))
-    base_linear_velocity: np.ndarray = dataclasses.field(default_factory=lambda: _frozen(np.zeros(3)))
-    base_angular_velocity: np.ndarray = dataclasses.field(default_factory=lambda: _frozen(np.zeros(3)))
-
-    def __post_init__(self) -> None:
-        for field in dataclasses.fields(self):
-            value = getattr(self, field.name)
-            if isinstance(value, np.ndarray) or field.name in ("joint_pos", "joint_vel", "motor_pos",
-                                                                 "motor_vel", "motor_torque", "contact"):
-                object.__setattr__(self, field.name, _frozen(value))
-            elif field.name.endswith("_names"):
-                object.__setattr__(self, field.name, tuple(value))
-        pairs = (("joint_names", "joint_pos"), ("joint_names", "joint_vel"), ("motor_names", "motor_pos"),
-                 ("motor_names", "motor_vel"), ("motor_names", "motor_torque"), ("contact_names", "contact"))
-        for names, values in pairs:
-            n = len(getattr(self, names))
-            if getattr(self, values).shape != (n,):
-                raise ShapeError(values, getattr(self, values).shape, (n,))
-        n_imu = len(self.imu_names)
-        for name, width in (("imu_orientation_xyzw", 4), ("imu_angular_vel", 3), ("imu_linear_acc", 3)):
-            if getattr(self, name).shape != (n_imu, width):
-                raise ShapeError(name, getattr(self, name).shape, (n_imu, width))
-
-    def zmp_from_contacts(self, corner_positions: dict[str, np.ndarray]) -> np.ndarray | None:
-        """Centre of pressure [m] of the contact forces, given each sensor's world position.
-
-        Args:
-            corner_positions: World position [m] of each contact sensor by name.
-
-        Returns:
-            The force-weighted mean of the sensor positions, or None when no force is measured.
-        """
-        total = float(np.sum(self.contact))
-        if total <= 0.0:
-            return None
-        points = np.array([corner_positions[name] for name in self.contact_names], dtype=float)
-        return (self.contact @ points) / total
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,129 @@
+"""A time base that one bad stamp cannot poison: sensor stamps checked against the steady clock.
+
+Every controller of the loop takes its time from the stamps of the samples it receives (seed 001: the
+hardware cycle drives the control loop). Anything on the DDS domain can publish samples, so a stamp is
+accepted only when it is plausible:
+
+* it follows the last accepted stamp (strictly later);
+* with a steady clock reading: it does not run ahead of the steady clock's progress since the last
+  accepted sample by more than ``max_lead`` (a sample stamped 2147483647 s, or a jump of an hour, is
+  rejected; the samples of a robot or simulator slower than real time are not).
+
+A rejected stamp leaves the time base as it was, so the next plausible samples go on being accepted.
+Rejected samples that are consistent among themselves (``resync_samples`` in a row, each later than the
+one before and no faster than the steady clock) while no sample is accepted are a new time base (a
+restarted simulator whose clock began again, or a clock that really jumped): the guard re-anchors on them
+and says so (:attr:`StampVerdict.REANCHORED`), and the controller restarts from that sample as after an
+outage.
+
+Without steady clock readings (in-process simulation), only the order of the stamps is checked.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Optional
+
+from walk_mpc.core.errors import InputError
+from walk_mpc.core.params import check_int_range, check_positive
+
+_NS = 1_000_000_000
+
+
+class StampVerdict(enum.Enum):
+    """What :meth:`StampGuard.check` decided about a stamp."""
+
+    ACCEPTED = "accepted"
+    REANCHORED = "reanchored"  # accepted as the first stamp of a new time base (restart from it)
+    NOT_LATER = "not later"  # rejected: not after the last accepted stamp
+    AHEAD_OF_CLOCK = "ahead of the steady clock"  # rejected: runs ahead of the steady clock's progress
+
+    @property
+    def accepted(self) -> bool:
+        """Whether the sample may be used."""
+        return self in (StampVerdict.ACCEPTED, StampVerdict.REANCHORED)
+
+
+@dataclasses.dataclass(frozen=True)
+class StampGuardParameters:
+    """Parameters of :class:`StampGuard`.
+
+    Attributes:
+        max_lead: How far [s] a stamp may run ahead of the steady clock's progress since the last accepted
+            sample (delivery jitter and bursts; a stamp further ahead is rejected).
+        resync_samples: Consecutive rejected samples, consistent among themselves, after which the guard
+            re-anchors on them (a new time base).
+    """
+
+    max_lead: float = 0.5
+    resync_samples: int = 5
+
+    def __post_init__(self) -> None:
+        check_positive("max_lead", self.max_lead)
+        check_int_range("resync_samples", self.resync_samples, 1)
+
+
+class StampGuard:
+    """Accept or reject sample stamps [ns] (see the module docstring)."""
+
+    Parameters = StampGuardParameters
+
+    def __init__(self, params: Optional[StampGuardParameters] = None) -> None:
+        self.params = params if params is not None else StampGuardParameters()
+        self._lead_ns = int(round(self.params.max_lead * _NS))
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the time base: the next stamp is accepted as the first one."""
+        self._last: Optional[tuple[int, Optional[int]]] = None  # (stamp, steady) of the last accepted sample
+        self._candidates: list[tuple[int, Optional[int]]] = []  # consistent rejected samples, in order
+        self.rejected = 0
+
+    @property
+    def last_stamp_ns(self) -> Optional[int]:
+        """The last accepted stamp [ns], or None."""
+        return None if self._last is None else self._last[0]
+
+    def _plausible(self, before: tuple[int, Optional[int]], stamp_ns: int, steady_ns: Optional[int]) -> bool:
+        if stamp_ns <= before[0]:
+            return False
+        if steady_ns is None or before[1] is None:
+            return True
+        return stamp_ns - before[0] <= steady_ns - before[1] + self._lead_ns
+
+    def check(self, stamp_ns: int, steady_ns: Optional[int] = None) -> StampVerdict:
+        """Accept ``stamp_ns`` (the time base advances) or reject it (the time base stays).
+
+        Args:
+            stamp_ns: The sample's stamp [ns].
+            steady_ns: The steady (monotonic) clock when the sample arrived [ns], or None.
+
+        Raises:
+            InputError: A stamp or clock reading that is not an integer.
+        """
+        if not isinstance(stamp_ns, int) or isinstance(stamp_ns, bool):
+            raise InputError("stamp_ns", stamp_ns, "integer nanoseconds")
+        if steady_ns is not None and (not isinstance(steady_ns, int) or isinstance(steady_ns, bool)):
+            raise InputError("steady_ns", steady_ns, "integer nanoseconds or None")
+        sample = (stamp_ns, steady_ns)
+        if self._last is None:
+            self._last = sample
+            return StampVerdict.ACCEPTED
+        if self._plausible(self._last, stamp_ns, steady_ns):
+            self._last = sample
+            self._candidates.clear()
+            return StampVerdict.ACCEPTED
+        verdict = StampVerdict.NOT_LATER if stamp_ns <= self._last[0] else StampVerdict.AHEAD_OF_CLOCK
+        self.rejected += 1
+        if self._candidates and not self._plausible(self._candidates[-1], stamp_ns, steady_ns):
+            self._candidates.clear()
+        self._candidates.append(sample)
+        if len(self._candidates) >= self.params.resync_samples:
+            self._last = sample
+            self._candidates.clear()
+            return StampVerdict.REANCHORED
+        return verdict
+
+
+__all__ = ["StampGuard", "StampGuardParameters", "StampVerdict"]

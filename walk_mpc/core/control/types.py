@@ -1,0 +1,185 @@
+"""Core types between the stages of the control loop (the nodes' messages, without ROS).
+
+* :class:`WalkPlan`: a footstep plan (``FootstepPlan``): the walk behavior's output, the planner's and the
+  whole-body stage's input.
+* :class:`CoMReference`: the planner's output at one control tick (``ComReference``).
+* :class:`JointCommand`: the whole-body stage's output (``JointTrajectory``, two points).
+* :class:`Log`: where a controller reports what it decided (a :class:`logging.Logger` fits; the nodes pass
+  an adapter to their rclpy logger).
+
+Stamps are integer nanoseconds, as in the messages (no float rounding); times relative to a stamp are
+seconds. The sensor sample is :class:`walk_mpc.core.sensors.SensorSample`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import logging
+import math
+from typing import Optional, Protocol
+
+import numpy as np
+
+from walk_mpc.core.errors import InputError, ShapeError
+from walk_mpc.core.walk.timeline import Timeline
+
+NS_PER_S = 1_000_000_000
+
+
+def _frozen(values, shape: tuple) -> np.ndarray:
+    array = np.array(values, dtype=float)
+    if array.shape != shape:
+        raise ShapeError("array", array.shape, shape)
+    array.setflags(write=False)
+    return array
+
+
+class Log(Protocol):
+    """What a controller logs through (``logging.Logger`` and the nodes' adapter satisfy it)."""
+
+    def debug(self, msg: str) -> object: ...
+
+    def info(self, msg: str) -> object: ...
+
+    def warning(self, msg: str) -> object: ...
+
+    def error(self, msg: str) -> object: ...
+
+
+def default_log(component: str) -> Log:
+    """The standard library logger ``walk_mpc.<component>`` (the in-process loop's default)."""
+    return logging.getLogger(f"walk_mpc.{component}")
+
+
+@dataclasses.dataclass(frozen=True)
+class WalkPlan:
+    """A validated footstep plan.
+
+    Attributes:
+        plan_id: Identifier (> 0); a new id replaces the plan.
+        walking: Whether the plan walks; False: only its initial feet are used (standing).
+        stamp_ns: Stamp [ns] of the timeline's t = 0.
+        timeline: Gait timeline (t0 = 0).
+    """
+
+    plan_id: int
+    walking: bool
+    stamp_ns: int
+    timeline: Timeline
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.timeline, Timeline):
+            raise InputError("timeline", type(self.timeline).__name__, "a Timeline")
+        if not isinstance(self.stamp_ns, int) or isinstance(self.stamp_ns, bool):
+            raise InputError("stamp_ns", self.stamp_ns, "integer nanoseconds")
+        if not isinstance(self.plan_id, int) or self.plan_id < 0:
+            raise InputError("plan_id", self.plan_id, "a non-negative integer")
+
+
+class PlannerStatus(enum.IntEnum):
+    """Outcome of a planner tick (``mpc/timing`` status)."""
+
+    OK = 0
+    INFEASIBLE = 1  # no ZMP inside the support regions: the previous plan is followed
+    SOLVER_FAILED = 2  # the QP solver failed: the previous plan is followed
+    PLANNER_ERROR = 3  # the planner refused its inputs: no reference this tick
+
+
+class WholeBodyStatus(enum.IntEnum):
+    """Outcome of a whole-body tick (``ik/timing`` status)."""
+
+    OK = 0
+    IK_FAILED = 1  # a solve did not converge: last command held
+    BAD_REFERENCE = 2  # NaN/inf or malformed CoM reference: last command held
+    TARGETS_ERROR = 3  # targets could not be built: last command held
+    REFERENCE_STALE = 4  # walking but no CoM reference for reference_timeout: last command held
+
+
+@dataclasses.dataclass(frozen=True)
+class CoMReference:
+    """The planner's reference of one control tick (arrays read-only).
+
+    Attributes:
+        stamp_ns: Stamp [ns] of the sample the tick ran on.
+        plan_id: The plan it follows (0 before any plan).
+        times: Times [s] after the stamp of the two targets (T, 2T).
+        com_position: CoM positions [m] at those times, shape (2, 3).
+        com_velocity: CoM velocities [m/s], shape (2, 3).
+        zmp: ZMP [m], shape (2, 3).
+    """
+
+    stamp_ns: int
+    plan_id: int
+    times: tuple[float, float]
+    com_position: np.ndarray
+    com_velocity: np.ndarray
+    zmp: np.ndarray
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "times", tuple(float(t) for t in self.times))
+        if len(self.times) != 2:
+            raise InputError("times", self.times, "two times (T, 2T)")
+        for name in ("com_position", "com_velocity", "zmp"):
+            try:
+                object.__setattr__(self, name, _frozen(getattr(self, name), (2, 3)))
+            except ShapeError:
+                raise ShapeError(name, np.shape(getattr(self, name)), (2, 3)) from None
+
+    def check(self) -> None:
+        """Raise :class:`InputError` unless times and positions are finite with 0 < T < 2T."""
+        if not all(math.isfinite(t) for t in self.times) or not np.all(np.isfinite(self.com_position)):
+            raise InputError("reference", f"times {list(self.times)}, CoM {self.com_position.tolist()}",
+                             "finite times and CoM positions")
+        if not 0.0 < self.times[0] < self.times[1]:
+            raise InputError("times", list(self.times), "0 < T < 2T")
+
+
+@dataclasses.dataclass(frozen=True)
+class JointCommand:
+    """The whole-body stage's command of one tick: two trajectory points (arrays read-only).
+
+    Attributes:
+        stamp_ns: Stamp [ns] the point times are relative to (the tick's sample).
+        times: Times [s] after the stamp of the two points (T, 2T).
+        positions: Joint positions [rad], shape (2, n), in the stage's joint order.
+        velocities: Joint velocities [rad/s], shape (2, n).
+        status: :class:`WholeBodyStatus` of the tick (non-OK: a hold of the last command).
+        source: ``"reference"`` (ticked by a CoM reference) or ``"sensor"`` (by a sample, no references).
+        solve_time: IK time of both solutions [s].
+        reason: Why the tick held (empty when OK).
+    """
+
+    stamp_ns: int
+    times: tuple[float, float]
+    positions: np.ndarray
+    velocities: np.ndarray
+    status: WholeBodyStatus = WholeBodyStatus.OK
+    source: str = "reference"
+    solve_time: float = 0.0
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "times", tuple(float(t) for t in self.times))
+        n = np.shape(self.positions)[-1] if np.ndim(self.positions) == 2 else -1
+        for name in ("positions", "velocities"):
+            try:
+                object.__setattr__(self, name, _frozen(getattr(self, name), (2, n)))
+            except ShapeError:
+                raise ShapeError(name, np.shape(getattr(self, name)), (2, n)) from None
+
+    @property
+    def held(self) -> bool:
+        """Whether the command holds the last one (a failure status)."""
+        return self.status != WholeBodyStatus.OK
+
+
+def optional_steady(steady_ns: Optional[int]) -> Optional[int]:
+    """``steady_ns`` checked: integer nanoseconds or None."""
+    if steady_ns is not None and (not isinstance(steady_ns, int) or isinstance(steady_ns, bool)):
+        raise InputError("steady_ns", steady_ns, "integer nanoseconds or None")
+    return steady_ns
+
+
+__all__ = ["NS_PER_S", "CoMReference", "JointCommand", "Log", "PlannerStatus", "WalkPlan", "WholeBodyStatus",
+           "default_log", "optional_steady"]
