@@ -239,6 +239,31 @@ def test_a_small_push_does_not_make_the_robot_fall(talos):
     assert not any(s.fallen for s in states)
 
 
+def test_base_force_acts_at_the_base_origin_on_a_floating_robot(talos):
+    """Without gravity nor contact, a force F at the base origin p changes the robot's momentum by h F and
+    its angular momentum about the centre of mass c by h (p - c) x F (joint torques are internal)."""
+    sim = make_sim(talos, MujocoSim.Parameters(gravity_feedforward=False))
+    sim.model.opt.gravity[:] = 0.0
+    sim.data.qpos[2] += 1.0  # 1 m above the floor: no contact
+    sim._mj.mj_forward(sim.model, sim.data)
+    model, data = talos.model, talos.model.createData()
+    q = sim.configuration()
+    pin.framesForwardKinematics(model, data, q)
+    origin = data.oMf[talos.frame_id(talos.base_frame)].translation.copy()  # the root body's origin
+    com = pin.centerOfMass(model, data, q)
+    force = np.array([60.0, -80.0, 0.0])
+    h = sim.mujoco_params.timestep
+    sim.set_base_force(force)
+    state = sim.step(h)
+    assert state.in_contact == (False, False)
+    momentum = pin.computeCentroidalMomentum(model, data, state.q, state.v)
+    assert momentum.linear == pytest.approx(h * force, rel=1e-3, abs=1e-6)
+    expected = h * np.cross(origin - com, force)
+    # At the base body's centre of mass instead (MuJoCo's xfrc_applied alone), the moment would be off by
+    # h (origin - body com) x F: two thirds of the expected moment here.
+    assert np.linalg.norm(momentum.angular - expected) < 0.01 * np.linalg.norm(expected)
+
+
 # ---------------------------------------------------------------------------------------------- upkie
 
 

@@ -285,12 +285,36 @@ class _MujocoBackend(ServoedBackend):
 
     def _before_physics_step(self, time: float) -> None:
         """Hook run before each physics step (feed-forward, scripted forces)."""
-        self.data.xfrc_applied[self._root_body, 0:3] = self._base_force
+        wrench = self.data.xfrc_applied[self._root_body]
+        force = self._base_force
+        wrench[0:3] = force
+        # xfrc_applied acts at the body's centre of mass: the force at the body's origin adds r x F.
+        wrench[3:6] = np.cross(self._root_origin_from_com(), force) if force.any() else 0.0
+
+    def _root_origin_from_com(self) -> np.ndarray:
+        """Root body origin minus root body centre of mass [m], world frame, at the current ``qpos``.
+
+        ``xpos - xipos`` of the last kinematics pass would lag a physics step behind ``qpos``: a free root
+        body's orientation is its joint's quaternion (MuJoCo's free-joint convention), any other root's
+        orientation never changes (slides, fixed).
+        """
+        m, d = self.model, self.data
+        rotation = np.empty(9)
+        joint = m.body_jntadr[self._root_body]
+        if joint >= 0 and m.jnt_type[joint] == self._mj.mjtJoint.mjJNT_FREE:
+            quat = d.qpos[m.jnt_qposadr[joint] + 3:m.jnt_qposadr[joint] + 7]
+            self._mj.mju_quat2Mat(rotation, quat / np.linalg.norm(quat))
+        else:
+            rotation[:] = d.xmat[self._root_body]
+        return -rotation.reshape(3, 3) @ m.body_ipos[self._root_body]
 
     def set_base_force(self, force_in_world: np.ndarray) -> None:
         """Apply ``force_in_world`` [N] at the base body's origin until changed (pushes, disturbances).
 
-        Cleared by :meth:`reset`; the wheeled robot's lift force overrides its z component.
+        The base body is the model's root body (its origin is the URDF root link's frame); MuJoCo's
+        ``xfrc_applied`` acts at a body's centre of mass, so the force is written there together with its
+        moment about that centre, ``(origin - com) x force``. Cleared by :meth:`reset`; the wheeled robot's
+        lift force overrides its z component (its base only translates: the moment has no effect there).
 
         Raises:
             ShapeError, InputError: Not three finite numbers.
