@@ -218,6 +218,43 @@ def test_posture_preference_acts_in_the_task_null_space(talos):
     assert abs(result.q[arm] - q0[arm]) < 0.3  # pulled toward the reference while stepping
 
 
+def test_standing_talos_moving_its_com_needs_no_constrained_re_solve(talos, monkeypatch):
+    """Talos' grippers rest at their upper limit in the reference posture; the IK's posture keeps them
+    inside, so CoM moves that push them outwards (back, sideways, up) take no active-set re-solve."""
+    limited_calls = []
+    limited = IKSolver._limited
+    monkeypatch.setattr(IKSolver, "_limited",
+                        lambda self, free: (limited_calls.append(1), limited(self, free))[1])
+    q0 = talos.reference_configuration()
+    grippers = [7 + talos.joint_names.index(n) for n in ("gripper_left_joint", "gripper_right_joint")]
+    assert np.all(q0[grippers] == talos.model.upperPositionLimit[grippers])
+    base = targets_from_configuration(talos, q0)
+    solver = IKSolver(talos)
+    for direction in np.vstack([np.eye(3), -np.eye(3)]):
+        q = q0
+        for k in range(1, 11):  # 1 cm, then 1 mm per tick
+            com = base.com_position + (0.009 + 0.001 * k) * direction
+            targets = dataclasses.replace(base, com_position=com)
+            result = solver.solve(targets, q)
+            assert result.success and result.limited_joints == ()
+            assert_targets_met(talos, targets, result.q, position_tol=solver.params.tolerance)
+            q = result.q
+        assert np.all(q[grippers] <= talos.model.upperPositionLimit[grippers])
+    assert limited_calls == []
+
+
+def test_an_explicit_posture_at_a_limit_is_pulled_inside_it(talos):
+    solver = IKSolver(talos)
+    upper = talos.model.upperPositionLimit
+    lower = talos.model.lowerPositionLimit
+    posture = talos.reference_configuration()
+    posture[7:] = upper[7:]
+    pulled = solver._posture(IKTargets(posture=posture))
+    margin = 0.01 * (upper[7:] - lower[7:])
+    np.testing.assert_allclose(pulled[7:], upper[7:] - margin, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(pulled[:7], posture[:7])
+
+
 def test_parameters_are_validated_and_round_trip():
     with pytest.raises(ParameterError, match="tolerance"):
         IKSolver.Parameters(tolerance=-1.0)

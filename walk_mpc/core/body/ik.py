@@ -60,6 +60,11 @@ _ORIENTATION = 1
 #: the numpy implementation).
 USE_KERNEL = True
 _CHORD_CONTRACTION = 1e-2  # chord step when (residual / residual before the last step)^2 is below this
+#: The posture the IK pulls towards keeps limited joints this fraction of their range inside their limits.
+#: A posture at a limit (Talos' grippers rest at their upper one) leaves the joint there, and any task step
+#: pushing it outwards (a CoM moving back, sideways or up) then takes the constrained re-solve of the active
+#: set, which also forgoes the next chord step.
+_POSTURE_LIMIT_MARGIN = 0.01
 
 
 _IDENTITY = np.eye(3)
@@ -109,7 +114,8 @@ class IKTargets:
         foot_rotations: Frame orientations (3x3 rotation matrices) by frame; each key
             must also have a position. Feet without a rotation are point tasks (quadrupeds).
         torso_orientation: Orientation of the robot's torso frame (3x3), or None.
-        posture: Preferred configuration (nq,), or None for the robot's reference posture.
+        posture: Preferred configuration (nq,), or None for the robot's reference posture. The solver
+            pulls towards it with its limited joints kept 1 % of their range inside their limits.
     """
 
     com_position: np.ndarray | None = None
@@ -411,7 +417,8 @@ class IKSolver:
         self._joint_of_v = {robot.joint_index_v(name): name for name in robot.joint_names}
         self._dq_lower = np.full(nv, -np.inf)
         self._dq_upper = np.full(nv, np.inf)
-        self._reference = robot.reference_configuration()
+        self._margin = _POSTURE_LIMIT_MARGIN * (self._upper - self._lower)
+        self._reference = self._inside_limits(robot.reference_configuration())
         self._layout: _Layout | None = None
         self.last_result: IKResult | None = None
         self._kernel = _load_kernel() if USE_KERNEL else None
@@ -605,7 +612,17 @@ class IKSolver:
             return self._reference
         if targets.posture.shape != (self.robot.nq,):
             raise ShapeError("targets.posture", targets.posture.shape, (self.robot.nq,))
-        return targets.posture
+        return self._inside_limits(targets.posture)
+
+    def _inside_limits(self, posture: np.ndarray) -> np.ndarray:
+        """``posture`` with its limited joints at least ``_POSTURE_LIMIT_MARGIN`` of their range inside."""
+        inside = posture.copy()
+        limited = inside[self._limit_q]
+        np.minimum(limited, self._upper - self._margin, out=limited)
+        np.maximum(limited, self._lower + self._margin, out=limited)
+        if type(self._limit_q) is not slice:
+            inside[self._limit_q] = limited
+        return inside
 
     def _load_targets(self, layout: _Layout, targets: IKTargets) -> tuple[np.ndarray, list[np.ndarray]]:
         """Target positions stacked as the position rows, and target rotations in block order."""
