@@ -18,12 +18,59 @@ DUAL_TOL = 1e-12
 
 
 @njit(cache=True, inline="always")
-def _mget(m, mw, coupled, k, j):
+def _mget(m, mw, coupled, j, k):
+    """``M_w[j, k]`` (symmetric); on the coupled path row ``j`` must have been made by :func:`_row`."""
     if coupled:
-        return mw[k, j]
+        return mw[j, k]
     if (k & 1) != (j & 1):
         return 0.0
-    return m[k >> 1, j >> 1]
+    return m[j >> 1, k >> 1]
+
+
+@njit(cache=True)
+def _row(m, mw, cos_a, sin_a, ready, j):
+    """Coupled path: row ``j`` of ``M_w`` into ``mw[j]``, unless this tick already made it.
+
+    ``M_w[2 i + a, 2 l + b] = M[i, l]`` times ``cos(a_i - a_l)`` (a = b), ``sin(a_l - a_i)`` (a = 1, b = 0)
+    or ``-sin(a_l - a_i)`` (a = 0, b = 1), from the per-tick cos/sin of the angles. Only the rows of the
+    bounds the solve touches (working set and candidates) are made, O(N) each, instead of all 4 N^2
+    entries every tick.
+    """
+    if ready[j] != 0.0:
+        return
+    ready[j] = 1.0
+    n = cos_a.shape[0]
+    col = j >> 1
+    cl, sl = cos_a[col], sin_a[col]
+    row = mw[j]
+    mrow = m[col]  # M is symmetric: M[i, l] = M[l, i]
+    if j & 1:
+        for i in range(n):
+            ci, si = cos_a[i], sin_a[i]
+            mil = mrow[i]
+            row[2 * i] = -mil * (ci * sl - si * cl)  # -sin(a_l - a_i)
+            row[2 * i + 1] = mil * (ci * cl + si * sl)  # cos(a_i - a_l)
+    else:
+        for i in range(n):
+            ci, si = cos_a[i], sin_a[i]
+            mil = mrow[i]
+            row[2 * i] = mil * (ci * cl + si * sl)
+            row[2 * i + 1] = mil * (ci * sl - si * cl)
+
+
+@njit(cache=True, inline="always")
+def _axpy(m, mw, coupled, j, alpha, y, n):
+    """``y -= M_w[j, :] * alpha`` (each entry as ``y[k] -= M_w[j, k] * alpha``)."""
+    if coupled:
+        row = mw[j]
+        for k in range(2 * n):
+            y[k] -= row[k] * alpha
+    else:
+        mrow = m[j >> 1]
+        b = j & 1
+        for i in range(n):
+            y[2 * i + b] -= mrow[i] * alpha
+            y[2 * i + 1 - b] -= 0.0 * alpha
 
 
 @njit(cache=True)
@@ -78,7 +125,7 @@ def exact_tick(consts, dyn, zeta, x0, zref, lower, upper, angles,
     ``[Ej | Fj]`` (unconstrained jerk), ``Q = H^-1 Uz^T`` and ``M``. ``dyn`` (2, 12) holds ``A``
     (row-major) and ``B`` of the first and of the other intervals. ``active``/``sides`` (2N) hold the
     previous active set on entry (``m_prev`` entries) and the new one on exit. ``work`` is a scratch
-    array (12, 2N + 1); ``out`` receives (5N, 2) rows jerk, c, v, a, z.
+    array (13, 2N + 1); ``out`` receives (5N, 2) rows jerk, c, v, a, z.
     """
     n = zref.shape[0]
     size = 2 * n
@@ -108,26 +155,30 @@ def exact_tick(consts, dyn, zeta, x0, zref, lower, upper, angles,
             aligned = False
             break
     coupled = not aligned
+    # cos/sin of every interval angle, once per tick (one pair when all the angles are equal).
+    cos_a = work[11, :n]
+    sin_a = work[11, n:2 * n]
+    if aligned:
+        c, s = math.cos(theta), math.sin(theta)
+        for i in range(n):
+            cos_a[i] = c
+            sin_a[i] = s
+    else:
+        for i in range(n):
+            cos_a[i] = math.cos(angles[i])
+            sin_a[i] = math.sin(angles[i])
     for i in range(n):
-        c = math.cos(angles[i])
-        s = math.sin(angles[i])
+        c = cos_a[i]
+        s = sin_a[i]
         zx, zy = tmp[2 * i], tmp[2 * i + 1]
         ws[2 * i] = c * zx + s * zy
         ws[2 * i + 1] = c * zy - s * zx
         lo[2 * i], lo[2 * i + 1] = lower[i, 0], lower[i, 1]
         hi[2 * i], hi[2 * i + 1] = upper[i, 0], upper[i, 1]
+    ready = work[12]  # coupled path: 1.0 where the row of M_w is made this tick (see _row)
     if coupled:
-        for i in range(n):
-            ci, si = math.cos(angles[i]), math.sin(angles[i])
-            for j in range(n):
-                cj, sj = math.cos(angles[j]), math.sin(angles[j])
-                cd = ci * cj + si * sj  # cos(a_i - a_j)
-                sd = ci * sj - si * cj  # sin(a_j - a_i)
-                mij = m[i, j]
-                mw[2 * i, 2 * j] = mij * cd
-                mw[2 * i + 1, 2 * j + 1] = mij * cd
-                mw[2 * i + 1, 2 * j] = mij * sd
-                mw[2 * i, 2 * j + 1] = -mij * sd
+        for k in range(size):
+            ready[k] = 0.0
     # Warm start: previous set shifted by one interval (bounds at the last interval kept too).
     count = 0
     if shift:
@@ -158,9 +209,12 @@ def exact_tick(consts, dyn, zeta, x0, zref, lower, upper, angles,
     # Explicit inverse of M_WW (Cholesky), multipliers, drop wrong signs.
     while True:
         if count > 0:
+            if coupled:
+                for i in range(count):
+                    _row(m, mw, cos_a, sin_a, ready, active[i])
             for i in range(count):
                 for j in range(count):
-                    inv[i, j] = _mget(m, mw, coupled, active[i], active[j])
+                    inv[i, j] = _mget(m, mw, coupled, active[j], active[i])
             # in-place Cholesky L (lower) then inverse via L^-1
             chol = np.zeros((count, count))
             for j in range(count):
@@ -210,10 +264,9 @@ def exact_tick(consts, dyn, zeta, x0, zref, lower, upper, angles,
                 continue
         break
     for k in range(size):
-        v = ws[k]
-        for t in range(count):
-            v -= _mget(m, mw, coupled, k, active[t]) * mu[t]
-        w[k] = v
+        w[k] = ws[k]
+    for t in range(count):  # w = ws - M_w[:, W] mu, accumulated over t for each k as before
+        _axpy(m, mw, coupled, active[t], mu[t], w, n)
     iterations = 0
     checked = False
     inactive = work[10]  # 1.0 where the bound is not in the working set (an active one holds by construction)
@@ -249,18 +302,19 @@ def exact_tick(consts, dyn, zeta, x0, zref, lower, upper, angles,
             iterations += 1
             if iterations > max_iterations or count >= size:  # (count < size always holds: p is inactive)
                 return 2, 0, iterations
+            if coupled:
+                _row(m, mw, cos_a, sin_a, ready, p)
             for t in range(count):
-                tmp[t] = _mget(m, mw, coupled, active[t], p)
+                tmp[t] = _mget(m, mw, coupled, p, active[t])
             for t in range(count):
                 v = 0.0
                 for u in range(count):
                     v += inv[t, u] * tmp[u]
                 r[t] = v
             for k in range(size):
-                v = _mget(m, mw, coupled, k, p)
-                for t in range(count):
-                    v -= _mget(m, mw, coupled, k, active[t]) * r[t]
-                shat[k] = v
+                shat[k] = _mget(m, mw, coupled, p, k)
+            for t in range(count):
+                _axpy(m, mw, coupled, active[t], r[t], shat, n)
             delta = shat[p]
             if delta <= 0.0:
                 return 2, 0, iterations
@@ -311,8 +365,8 @@ def exact_tick(consts, dyn, zeta, x0, zref, lower, upper, angles,
     for t in range(count):
         tmp[active[t]] = mu[t]
     for i in range(n):
-        c = math.cos(angles[i])
-        s = math.sin(angles[i])
+        c = cos_a[i]
+        s = sin_a[i]
         mx, my = tmp[2 * i], tmp[2 * i + 1]
         tmp[2 * i] = c * mx - s * my
         tmp[2 * i + 1] = s * mx + c * my
