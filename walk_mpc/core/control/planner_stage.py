@@ -1,0 +1,452 @@
+"""The planner stage of the control loop: sensor samples and footstep plans in, a CoM reference per tick out.
+
+:class:`PlannerStage` makes every decision of the ``mpc_planner`` node on the sensor stream (the node only
+converts messages and publishes); the in-process loop composes the same stage. For each sample,
+:meth:`PlannerStage.observe`:
+
+1. validates the sample completely (shapes, finite values and base pose: :func:`check_sample`; every joint
+   of the model named) and its stamp (:class:`StampGuard`: strictly later than the last accepted stamp, not
+   ahead of the steady clock's progress). A rejected sample changes nothing and the next good one is
+   handled as if it had never come. :attr:`StampVerdict.REANCHORED` (a new time base, e.g. a simulator
+   whose clock began again) restarts the planner from that sample, as after an outage;
+2. decides whether the sample is a control tick: the first sample, the first after an outage (stamps more
+   than ``sensor_timeout`` apart) or a re-anchor, and every sample whose stamp is at least
+   ``control_period - hardware_period / 2`` after the previous tick: every
+   ``round(control_period / hardware_period)``-th sample of a regular stream (seed 001: the NAO DCM
+   callback wakes the control thread every 2nd 10 ms cycle);
+3. on the sample before a tick, with ``prepare_ahead``: solves the tick's MPC now
+   (:meth:`MpcPlanner.prepare`, no CoM feedback assumed) and announces its reference
+   (:attr:`PlannerTick.ahead`, stamped with the tick's expected stamp). No plan may be waiting;
+4. on a tick:
+
+   * installs the plan received since the last tick (:meth:`set_plan`; a new ``plan_id`` only), its
+     timeline shifted to the planner's clock (``t = (stamp - origin) / 1e9``, origin: the first tick's
+     stamp, or the re-anchoring one); a plan with ``walking`` false only places the feet (standing). Before
+     any plan: a standing timeline at the measured feet. After an outage or a re-anchor (the robot
+     possibly elsewhere), the planner restarts from the measured CoM at rest, standing at the measured feet
+     until the next plan, unless a plan received during the outage walks now;
+   * estimates the measured state (:func:`estimate_state`, positions only: CoM and soles): joints + base
+     estimate when the sample has one, else the base placed by a stance sole at its planned pose (the one
+     already in stance at the previous tick: :func:`anchor_foot`);
+   * applies the support-foot correction (:class:`SupportCorrector`, seed 001's second feedback);
+   * steps the MPC at ``t`` with the measured CoM when ``feedback_enabled`` (seed 001's first feedback).
+     The step returns the prepared solve when the sample confirms it (feedback below its threshold, no new
+     plan, no correction): then :attr:`PlannerTick.reference` is the announced object itself.
+
+A planner that refuses its inputs (or fails unexpectedly) gives :attr:`PlannerStatus.PLANNER_ERROR` and no
+reference: the tick is consumed, the stage goes on with the next one. Nothing raises out of
+:meth:`~PlannerStage.observe` or :meth:`~PlannerStage.set_plan`: rejected inputs are returned and logged.
+Stamps are integer nanoseconds; timeline times are seconds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+from walk_mpc.core.body.robot import RobotModel
+from walk_mpc.core.body.state_estimation import MeasuredState, estimate_state
+from walk_mpc.core.control.stamps import StampGuard, StampGuardParameters, StampVerdict
+from walk_mpc.core.control.types import NS_PER_S, CoMReference, Log, PlannerStatus, WalkPlan, default_log
+from walk_mpc.core.errors import InputError, ParameterError, WalkMpcError
+from walk_mpc.core.mpc.planner import MpcPlanner, PlannerOutput, PlannerParameters
+from walk_mpc.core.mpc.problem import PlanStatus
+from walk_mpc.core.mpc.support_correction import SupportCorrectionParameters, SupportCorrector, anchor_foot
+from walk_mpc.core.params import check_positive
+from walk_mpc.core.sensors import SensorSample, check_sample
+from walk_mpc.core.walk.step import Foot
+from walk_mpc.core.walk.timeline import FootPose, Timeline
+
+_STATUS_OF_PLAN = {PlanStatus.SOLVED: PlannerStatus.OK, PlanStatus.INFEASIBLE: PlannerStatus.INFEASIBLE}
+
+
+@dataclasses.dataclass(frozen=True)
+class PlannerStageParameters:
+    """Parameters of :class:`PlannerStage`.
+
+    Attributes:
+        planner: Walking pattern generator (MPC, soles, control period T [s], CoM feedback threshold and
+            gain).
+        hardware_period: Sensor sample period [s]; ``planner.control_period`` must be a multiple of it.
+        feedback_enabled: Step the MPC with the measured CoM (seed 001's first feedback).
+        support_correction: Support-foot correction policy (seed 001's second feedback).
+        prepare_ahead: Solve each tick's MPC on the sample before it and announce its reference
+            (needs ``samples_per_tick >= 2`` to act).
+        sensor_timeout: Two consecutive accepted stamps further apart [s] are an outage: the sample after it
+            restarts the planner from the measured state.
+        stamps: Plausibility of the sample stamps (:class:`StampGuard`).
+    """
+
+    planner: PlannerParameters = dataclasses.field(default_factory=PlannerParameters)
+    hardware_period: float = 0.01
+    feedback_enabled: bool = True
+    support_correction: SupportCorrectionParameters = dataclasses.field(
+        default_factory=SupportCorrectionParameters)
+    prepare_ahead: bool = True
+    sensor_timeout: float = 0.25
+    stamps: StampGuardParameters = dataclasses.field(default_factory=StampGuardParameters)
+
+    def __post_init__(self) -> None:
+        for name, cls in (("planner", PlannerParameters), ("support_correction", SupportCorrectionParameters),
+                          ("stamps", StampGuardParameters)):
+            if not isinstance(getattr(self, name), cls):
+                raise ParameterError(name, getattr(self, name), f"a {cls.__name__}")
+        check_positive("hardware_period", self.hardware_period)
+        check_positive("sensor_timeout", self.sensor_timeout)
+        ratio = self.planner.control_period / self.hardware_period
+        if round(ratio) < 1 or abs(ratio - round(ratio)) > 1e-6:
+            raise ParameterError("hardware_period", self.hardware_period,
+                                 f"a divisor of planner.control_period = {self.planner.control_period} s")
+        for name in ("feedback_enabled", "prepare_ahead"):
+            if not isinstance(getattr(self, name), bool):
+                raise ParameterError(name, getattr(self, name), "true or false")
+
+    @property
+    def samples_per_tick(self) -> int:
+        """Sensor samples per control tick."""
+        return round(self.planner.control_period / self.hardware_period)
+
+
+@dataclasses.dataclass(frozen=True)
+class PlannerTick:
+    """What one sample produced (:meth:`PlannerStage.observe`).
+
+    Attributes:
+        ahead: The reference of the next tick, solved ahead on this sample (``prepare_ahead``), stamped with
+            the next tick's expected stamp; None when nothing was prepared.
+        reference: The tick's reference, None without a tick or when the planner failed. When the tick used
+            the solve announced ahead, this is the announced object itself (``reference is ahead`` of the
+            sample before).
+        status: The tick's status; None when the sample is not a tick (or was rejected).
+        output: The planner's output of the tick (None when ``reference`` is None).
+        rejected: Why the sample was not used ("" when it was).
+    """
+
+    ahead: Optional[CoMReference] = None
+    reference: Optional[CoMReference] = None
+    status: Optional[PlannerStatus] = None
+    output: Optional[PlannerOutput] = None
+    rejected: str = ""
+
+    @property
+    def ticked(self) -> bool:
+        """Whether the sample was a control tick."""
+        return self.status is not None
+
+
+_NOTHING = PlannerTick()
+
+
+class PlannerStage:
+    """The walking pattern generator of the loop, ticked by sensor samples (see the module docstring).
+
+    Example:
+        >>> stage = PlannerStage(robot, PlannerStage.Parameters())
+        >>> stage.set_plan(plan)                              # a WalkPlan, installed at the next tick
+        >>> tick = stage.observe(stamp_ns, sample, steady_ns)  # every sensor sample
+        >>> if tick.reference is not None:
+        ...     send(tick.reference)
+
+    Args:
+        robot: Robot model of the measured state (a biped).
+        params: Parameters (default: ``PlannerStage.Parameters()``).
+        log: Where decisions are reported (default: the ``walk_mpc.planner`` logger).
+
+    Raises:
+        ParameterError: ``params`` is not a :class:`PlannerStageParameters`, or the robot is not a biped.
+    """
+
+    Parameters = PlannerStageParameters
+
+    def __init__(self, robot: RobotModel, params: Optional[PlannerStageParameters] = None,
+                 log: Optional[Log] = None) -> None:
+        self.params = params if params is not None else PlannerStageParameters()
+        if not isinstance(self.params, PlannerStageParameters):
+            raise ParameterError("params", self.params, "a PlannerStageParameters")
+        if not isinstance(robot, RobotModel) or not robot.is_biped:
+            raise ParameterError("robot", getattr(robot, "name", robot),
+                                 "a biped (left and right sole frames)")
+        self.robot = robot
+        self._log = log if log is not None else default_log("planner")
+        p = self.params
+        self._frames = {Foot.LEFT: robot.left_foot_frame, Foot.RIGHT: robot.right_foot_frame}
+        reference = robot.foot_poses(robot.reference_configuration())
+        self._reference_feet = {foot: FootPose(tuple(reference[frame][0]), 0.0)
+                                for foot, frame in self._frames.items()}
+        self._hardware_ns = round(p.hardware_period * NS_PER_S)
+        self._due_ns = round(p.planner.control_period * NS_PER_S) - self._hardware_ns // 2
+        self._timeout_ns = int(round(p.sensor_timeout * NS_PER_S))
+        self._times = (p.planner.control_period, 2.0 * p.planner.control_period)
+        self._missing: dict[tuple, list] = {}  # joint names of a sample -> model joints it lacks
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget everything (time base, plans, planner state, counters): as constructed."""
+        self._planner = MpcPlanner(self.params.planner)
+        self._corrector = SupportCorrector(self.params.support_correction)
+        self._guard = StampGuard(self.params.stamps)
+        self._origin_ns: Optional[int] = None  # stamp of planner time 0
+        self._last_tick_ns: Optional[int] = None
+        self._restart = ""  # why the next tick restarts the planner ("" : it does not)
+        self._pending: Optional[WalkPlan] = None  # received, installed at the next tick
+        self._plan_id = 0  # installed plan (0: none)
+        self._stance: Optional[tuple] = None  # stance feet of the last tick
+        self._ahead: Optional[tuple[PlannerOutput, CoMReference]] = None  # the announced solve
+        self._stamp_rejections = 0  # consecutive samples rejected by the stamp guard
+        self._ticks = self._prepared_ticks = self._corrections = self._skipped = 0
+        self._last_output: Optional[PlannerOutput] = None
+
+    # ------------------------------------------------------------------ read-only state
+    @property
+    def planner(self) -> MpcPlanner:
+        """The MPC planner (its timeline is the corrected plan on the planner's clock)."""
+        return self._planner
+
+    @property
+    def corrector(self) -> SupportCorrector:
+        """The support-foot correction policy."""
+        return self._corrector
+
+    @property
+    def timeline(self) -> Optional[Timeline]:
+        """The planner's timeline (None before the first tick)."""
+        return self._planner.timeline
+
+    @property
+    def plan_id(self) -> int:
+        """Id of the installed plan (0 before any plan)."""
+        return self._plan_id
+
+    @property
+    def origin_ns(self) -> Optional[int]:
+        """Stamp [ns] of the planner's time 0 (None before the first tick)."""
+        return self._origin_ns
+
+    @property
+    def ticks(self) -> int:
+        """Ticks that produced a reference."""
+        return self._ticks
+
+    @property
+    def prepared_ticks(self) -> int:
+        """Ticks that used the solve prepared on the sample before."""
+        return self._prepared_ticks
+
+    @property
+    def corrections(self) -> int:
+        """Support-foot corrections applied."""
+        return self._corrections
+
+    @property
+    def skipped_samples(self) -> int:
+        """Samples rejected (invalid, or a stamp the guard refused)."""
+        return self._skipped
+
+    @property
+    def last_output(self) -> Optional[PlannerOutput]:
+        """The planner's output of the last tick that produced a reference."""
+        return self._last_output
+
+    # ------------------------------------------------------------------ inputs
+    def set_plan(self, plan: WalkPlan) -> bool:
+        """Follow ``plan`` from the next tick on (a plan with the installed ``plan_id`` changes nothing).
+
+        Returns:
+            Whether the plan was accepted (else logged and the previous one kept).
+        """
+        if not isinstance(plan, WalkPlan):
+            self._log.error(f"plan rejected, keeping the previous one: {type(plan).__name__} is not a "
+                            "WalkPlan")
+            return False
+        self._pending = plan
+        self._log.info(f"plan {plan.plan_id}: {'walk' if plan.walking else 'stand'}, "
+                       f"{len(plan.timeline.steps)} steps, t_end {plan.timeline.t_end:.3f} s")
+        return True
+
+    def observe(self, stamp_ns: int, sample: SensorSample, steady_ns: Optional[int] = None) -> PlannerTick:
+        """Handle one sensor sample: reject it, prepare the next tick, or tick (module docstring).
+
+        Args:
+            stamp_ns: The sample's stamp [ns] (the loop's time base).
+            sample: The sensor sample.
+            steady_ns: The steady clock when the sample arrived [ns] (nodes: ``time.monotonic_ns()``), or None
+                (in process: only the order of the stamps is checked).
+        """
+        try:
+            self._validate(stamp_ns, sample, steady_ns)
+        except WalkMpcError as exc:
+            self._skipped += 1
+            when = f"{stamp_ns / NS_PER_S:.3f} s" if isinstance(stamp_ns, int) else repr(stamp_ns)
+            self._log.warning(f"sample at {when} skipped ({self._skipped} so far): {exc}")
+            return PlannerTick(rejected=str(exc))
+        previous = self._guard.last_stamp_ns
+        verdict = self._guard.check(stamp_ns, steady_ns)
+        if not verdict.accepted:
+            return self._reject_stamp(stamp_ns, previous, verdict)
+        if verdict is StampVerdict.REANCHORED:
+            self._restart = (f"SensorState stamps re-anchored at {stamp_ns / NS_PER_S:.3f} s after "
+                             f"{self._stamp_rejections} samples off the time base (a new time base)")
+            self._origin_ns = self._last_tick_ns = None
+        elif previous is not None and stamp_ns - previous > self._timeout_ns:
+            self._restart = (f"SensorState resumed after {(stamp_ns - previous) / NS_PER_S:.3f} s without "
+                             f"samples (sensor_timeout {self.params.sensor_timeout} s)")
+            self._last_tick_ns = None
+        elif self._stamp_rejections:
+            self._log.info(f"SensorState stamps accepted again at {stamp_ns / NS_PER_S:.3f} s after "
+                           f"{self._stamp_rejections} rejected")
+        self._stamp_rejections = 0
+        last = self._last_tick_ns
+        if last is not None and stamp_ns - last < self._due_ns:
+            if self.params.prepare_ahead and stamp_ns + self._hardware_ns - last >= self._due_ns:
+                return PlannerTick(ahead=self._prepare(stamp_ns + self._hardware_ns))  # the next sample ticks
+            return _NOTHING
+        return self._tick(stamp_ns, sample)
+
+    def _validate(self, stamp_ns: int, sample: SensorSample, steady_ns: Optional[int]) -> None:
+        """Raise :class:`InputError` unless the sample can be used (nothing is changed)."""
+        if not isinstance(stamp_ns, int) or isinstance(stamp_ns, bool):
+            raise InputError("stamp_ns", stamp_ns, "integer nanoseconds")
+        if steady_ns is not None and (not isinstance(steady_ns, int) or isinstance(steady_ns, bool)):
+            raise InputError("steady_ns", steady_ns, "integer nanoseconds or None")
+        check_sample(sample)
+        n = len(sample.joint_names)
+        if sample.joint_pos.shape != (n,):
+            raise InputError("joint_pos", f"shape {sample.joint_pos.shape} for {n} joint names",
+                             "one position per joint name")
+        missing = self._missing.get(sample.joint_names)
+        if missing is None:
+            names = set(sample.joint_names)
+            missing = [name for name in self.robot.joint_names if name not in names]
+            if len(self._missing) >= 64:
+                self._missing.clear()
+            self._missing[sample.joint_names] = missing
+        if missing:
+            raise InputError("joint_names", f"missing {missing}",
+                             f"every actuated joint of '{self.robot.name}'")
+
+    def _reject_stamp(self, stamp_ns: int, previous: int, verdict: StampVerdict) -> PlannerTick:
+        self._skipped += 1
+        self._stamp_rejections += 1
+        reason = (f"stamp {stamp_ns / NS_PER_S:.9f} s {verdict.value} (last accepted "
+                  f"{previous / NS_PER_S:.9f} s)")
+        if self._stamp_rejections == 1:  # the first of a series; the recovery is logged too
+            self._log.warning(f"SensorState {reason}: sample skipped, and the next ones until a stamp is "
+                              f"plausible (or {self.params.stamps.resync_samples} consistent ones re-anchor "
+                              "the time base)")
+        return PlannerTick(rejected=reason)
+
+    # ------------------------------------------------------------------ tick
+    def _tick(self, now: int, sample: SensorSample) -> PlannerTick:
+        try:
+            out = self._step(now, sample)
+        except Exception as exc:  # noqa: BLE001  (the planner refused its inputs, or a bug: report, live on)
+            self._last_tick_ns = now
+            self._log.error(f"planner tick at {now / NS_PER_S:.3f} s failed: {exc!r}")
+            return PlannerTick(status=PlannerStatus.PLANNER_ERROR)
+        self._last_tick_ns = now
+        self._ticks += 1
+        self._prepared_ticks += self._planner.last_step_prepared
+        self._last_output = out
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and ahead[0] is out:  # the solve announced ahead: the same reference
+            reference = ahead[1]
+        else:
+            reference = self._reference(now, out)
+        status = _STATUS_OF_PLAN.get(out.status, PlannerStatus.SOLVER_FAILED)
+        if status is not PlannerStatus.OK:
+            self._log.warning(f"MPC {out.status.value} at t = {out.t:.3f} s: following the previous plan")
+        return PlannerTick(reference=reference, status=status, output=out)
+
+    def _step(self, now: int, sample: SensorSample) -> PlannerOutput:
+        """Install, measure, correct, step: the planner's output of the tick at ``now``."""
+        if self._origin_ns is None:
+            self._origin_ns = now
+        t = (now - self._origin_ns) / NS_PER_S
+        new_plan = self._install_plan()
+        measured = self._measure(sample, t)
+        planner = self._planner
+        restart, self._restart = self._restart, ""
+        # After an outage the robot may be anywhere: restart from the measured CoM, standing at the measured
+        # feet, unless a plan received during the outage walks now (the walk_behavior stops walks at an
+        # outage and starts them on a live stream only: such a plan was made on the samples after it).
+        walks = new_plan and planner.timeline.walking_at(t)
+        stand = planner.timeline is None or bool(restart) and not walks
+        if stand:  # no plan yet, or after an outage
+            feet = [measured.sole(Foot.LEFT), measured.sole(Foot.RIGHT)]
+            planner.set_timeline(self._corrector.set_plan(Timeline(feet[0], feet[1], (), t0=t)))
+        if planner.plan is None or restart:
+            planner.reset(measured.com_position[:2])
+        if restart:
+            self._ahead = None
+            self._log.warning(f"{restart}: planner restarted from the measured CoM, "
+                              + ("standing at the measured feet" if stand
+                                 else f"on the walk of plan {self._plan_id}"))
+        self._correct_support(measured, t)
+        self._stance = planner.timeline.phase_at(t).stance_feet
+        return planner.step(t, measured.com_position if self.params.feedback_enabled else None)
+
+    def _prepare(self, tick_ns: int) -> Optional[CoMReference]:
+        """Solve the MPC of the tick expected at ``tick_ns`` now, while no tick is waiting (seed 001's
+        threshold: below it the tick's sample does not change that solve). A new plan waiting for the
+        tick would replace the timeline: nothing to prepare then."""
+        if self._pending is not None or self._planner.timeline is None:
+            return None
+        self._ahead = None
+        try:
+            if not self._planner.prepare((tick_ns - self._origin_ns) / NS_PER_S):
+                return None
+        except Exception as exc:  # noqa: BLE001  (the tick meets the same problem and reports it)
+            self._log.warning(f"MPC not prepared for the tick at {tick_ns / NS_PER_S:.3f} s: {exc!r}")
+            return None
+        out = self._planner.prepared_output
+        self._ahead = (out, self._reference(tick_ns, out))
+        return self._ahead[1]
+
+    def _install_plan(self) -> bool:
+        """Install the plan received since the last tick, if any; whether one was installed."""
+        pending, self._pending = self._pending, None
+        if pending is None or pending.plan_id == self._plan_id:
+            return False
+        t0 = (pending.stamp_ns - self._origin_ns) / NS_PER_S
+        first = pending.timeline.phases[0]
+        steps = pending.timeline.steps if pending.walking else ()
+        self._planner.set_timeline(self._corrector.set_plan(
+            Timeline(first.left, first.right, steps, pending.timeline.timing, t0)))
+        self._plan_id = pending.plan_id
+        return True
+
+    def _measure(self, sample: SensorSample, t: float) -> MeasuredState:
+        """Measured state of a validated sample (positions only: the planner takes the CoM position)."""
+        base = sample.base_pose
+        anchor = self._anchor(t) if base is None else None
+        return estimate_state(self.robot, sample.joint_names, sample.joint_pos, base, anchor)
+
+    def _anchor(self, t: float) -> tuple[str, FootPose]:
+        """Stance sole at its planned pose (the one that was already in stance), for samples without base."""
+        timeline = self._planner.timeline
+        if timeline is None:
+            return self._frames[Foot.LEFT], self._reference_feet[Foot.LEFT]
+        foot = anchor_foot(timeline, t, self._stance)
+        return self._frames[foot], timeline.phase_at(t).foot(foot)
+
+    def _correct_support(self, measured: MeasuredState, t: float) -> None:
+        """The shared support-foot correction policy on this tick's measured state."""
+        try:
+            correction = self._corrector.observe(t, measured.sole)
+        except WalkMpcError as exc:
+            self._log.warning(f"support correction skipped at t = {t:.3f} s: {exc}")
+            return
+        if correction is None or not correction.applied:
+            return
+        self._planner.set_timeline(self._corrector.timeline)
+        self._corrections += 1
+        self._log.debug(f"lift-off at t = {t:.3f} s: the {correction.foot.name.lower()} sole of step "
+                        f"{correction.step_index} measured {1e3 * correction.position_error:.2f} mm from its "
+                        "plan")
+
+    def _reference(self, stamp_ns: int, out: PlannerOutput) -> CoMReference:
+        return CoMReference(stamp_ns, self._plan_id, self._times, out.com_targets, out.com_velocity_targets,
+                            out.zmp_targets)
+
+
+__all__ = ["PlannerStage", "PlannerStageParameters", "PlannerTick"]
