@@ -24,15 +24,20 @@ Interfaces (names relative to the node's namespace, defaults of :class:`WalkBeha
   feedback (same message plus the support foot, planned and measured) goes to the active goal on
   the same ticks.
 * subscribes ``sensor_state`` (SensorState, best effort), ``mpc/timing`` and ``ik/timing`` (TickTiming: a
-  non-zero ``status`` aborts the walk with PLANNER_FAILURE / IK_FAILURE), ``sim/fall``
-  (std_msgs/Bool, transient local: true aborts the walk with FALL_DETECTED and refuses new goals
-  until it is false again).
+  non-zero ``status`` aborts the walk with PLANNER_FAILURE / IK_FAILURE, the message naming the component
+  and the status), ``sim/fall`` (std_msgs/Bool, transient local: true aborts the walk with FALL_DETECTED
+  and refuses new goals until it is false again).
 
-Time base: the core advances on *every* SensorState sample, to the sample's stamp (core time =
-stamp - stamp of the first sample, from integer nanoseconds, so no drift accumulates); a sample
-whose stamp goes backwards is ignored (logged). Touchdowns are therefore resolved at the sensor
-rate. Control ticks, when ``walk/status`` and the feedback are published, are the samples whose
-stamp reaches the next multiple of ``control_period`` after the previous tick (every 2nd sample
+Every decision is the core's :class:`~walk_mpc.core.control.walk_supervisor.WalkSupervisor` (one call per
+callback); this node converts messages, runs the action server and publishes.
+
+Time base: the core advances on *every* accepted SensorState sample, to the sample's stamp (core time =
+stamp - stamp of the first sample, from integer nanoseconds, so no drift accumulates). A stamp that is not
+later than the last accepted one, or that runs ahead of the steady clock's progress by more than
+0.5 s (e.g. a rogue sample stamped 2147483647 s), is rejected and logged once: the time base is kept and
+the real samples go on. Five consistent samples of a new time base (a restarted clock) are re-anchored on,
+as after an outage. Control ticks, when ``walk/status`` and the feedback are published, are the samples
+whose stamp reaches the next multiple of ``control_period`` after the previous tick (every 2nd sample
 for 20 ms over 10 ms samples). Nothing of the walking logic uses the wall clock.
 
 Sensor timeout: when the samples stop, stamps cannot measure how long they have been missing, so
@@ -45,6 +50,11 @@ When the samples come back after an outage (two consecutive stamps more than ``s
 apart: a restarted simulator or state estimator), the robot may have moved or been reset meanwhile:
 a walk still in progress ends with SENSOR_TIMEOUT as above, and Stand is re-anchored at the feet
 measured on the first sample after the outage (a new plan is published).
+
+Liveness (``watch_links``, e.g. ``[mpc_planner, ik]`` in config/walk_mpc.yaml): each watched component
+publishes its timing every tick. While walking, one silent for ``link_timeout`` of steady time (the timer)
+or of sensor time (the samples) ends the walk at once with PLANNER_FAILURE / IK_FAILURE and a message
+naming it ("no /ik/timing for 0.31 s: is the ik running?"); a goal is refused while one is silent.
 
 Measured feet: with ``measure_feet`` true the node loads ``robot`` (RobotModel) and computes the
 sole poses by forward kinematics from the SensorState joints and base estimate on every control
@@ -78,7 +88,7 @@ import math
 import sys
 import threading
 import time
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Callable, Dict, Optional, Sequence, Tuple
 
 from builtin_interfaces.msg import Time
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
@@ -89,24 +99,30 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Bool
 
 from walk_mpc.action import Walk
-from walk_mpc.core.body.robot import RobotModel, yaw_of
+from walk_mpc.core.body.robot import RobotModel
+from walk_mpc.core.control.walk_supervisor import (
+    LINK_ERRORS,
+    SupervisorOutput,
+    WalkSupervisor,
+    WalkSupervisorParameters,
+    goal_name,
+)
 from walk_mpc.core.errors import InvalidStepError, ParameterError, WalkMpcError
 from walk_mpc.core.params import check_int_range, check_positive
 from walk_mpc.core.walk.behavior import (
     NUM_REQUIRED_WALK_STEPS,
-    Behavior,
     WalkBehavior,
     WalkErrorCode,
     WalkResult,
     WalkStatus,
 )
-from walk_mpc.core.walk.step import Foot
-from walk_mpc.core.walk.timeline import FootPose, Timeline
+from walk_mpc.core.walk.timeline import FootPose
 from walk_mpc.msg import FootstepPlan, SensorState, TickTiming, WalkFeedback
 from walk_mpc.nodes._common import (
     LATCHED_QOS,
     DataclassParameters,
     GraphNode,
+    RosLog,
     node_options,
     reliable_qos,
     run,
@@ -115,8 +131,8 @@ from walk_mpc.nodes._common import (
 from walk_mpc.nodes.conversions import (
     foot_pose_to_msg,
     plan_to_msg,
-    sensor_base_pose,
-    sensor_joint_positions,
+    sensor_sample_from_msg,
+    stamp_ns,
     step_to_msg,
     steps_from_msgs,
 )
@@ -158,6 +174,9 @@ class WalkBehaviorNodeParameters:
         ik_timing_topic: TickTiming of the IK (status != 0: IK_FAILURE).
         fall_topic: std_msgs/Bool fall detection (true: FALL_DETECTED).
         queue_depth: History depth of the subscriptions and of ``walk/status`` [messages].
+        watch_links: Components whose timing must keep coming while walking (``mpc_planner``, ``ik``):
+            silent for ``link_timeout`` (steady or sensor time), the walk ends naming it; empty: none.
+        link_timeout: Steady or sensor time without a watched component's timing that ends a walk [s].
     """
 
     behavior: WalkBehavior.Parameters = dataclasses.field(default_factory=WalkBehavior.Parameters)
@@ -178,6 +197,8 @@ class WalkBehaviorNodeParameters:
     ik_timing_topic: str = "ik/timing"
     fall_topic: str = "sim/fall"
     queue_depth: int = 10
+    watch_links: Tuple[str, ...] = ()
+    link_timeout: float = 0.3
 
     def __post_init__(self) -> None:
         if not isinstance(self.behavior, WalkBehavior.Parameters):
@@ -201,12 +222,27 @@ class WalkBehaviorNodeParameters:
             if not isinstance(getattr(self, name), str) or not getattr(self, name):
                 raise ParameterError(name, getattr(self, name), "a non-empty topic, service or action name")
         check_int_range("queue_depth", self.queue_depth, 1)
+        object.__setattr__(self, "watch_links", tuple(self.watch_links))
+        unknown = [name for name in self.watch_links if name not in LINK_ERRORS]
+        if unknown:
+            raise ParameterError("watch_links", list(self.watch_links), f"names among {sorted(LINK_ERRORS)}")
+        check_positive("link_timeout", self.link_timeout)
 
     @property
     def initial_feet(self) -> Tuple[FootPose, FootPose]:
         """Configured (left, right) sole poses."""
         return (FootPose(self.initial_left_position, self.initial_left_yaw),
                 FootPose(self.initial_right_position, self.initial_right_yaw))
+
+    @property
+    def supervisor(self) -> WalkSupervisorParameters:
+        """Parameters of the core supervisor."""
+        topics = {"mpc_planner": self.mpc_timing_topic, "ik": self.ik_timing_topic}
+        return WalkSupervisorParameters(
+            behavior=self.behavior, control_period=self.control_period, sensor_timeout=self.sensor_timeout,
+            initial_feet=self.initial_feet, watch_links=self.watch_links, link_timeout=self.link_timeout,
+            link_topics=tuple(topics[name] for name in self.watch_links), sensor_topic=self.sensor_topic,
+            fall_topic=self.fall_topic)
 
 
 class _NextWakeUp:
@@ -232,11 +268,6 @@ class _Goal:
     @property
     def name(self) -> str:
         return self.key.hex()[:8]
-
-
-def goal_name(goal_id: object) -> str:
-    """Short printable id of a core goal id (the first 8 hex digits of the action goal UUID)."""
-    return goal_id.hex()[:8] if isinstance(goal_id, (bytes, bytearray)) else repr(goal_id)
 
 
 def stamp_msg(stamp_ns: int) -> Time:
@@ -282,7 +313,8 @@ def result_to_msg(result: WalkResult) -> Walk.Result:
 
 
 class WalkBehaviorNode(GraphNode):
-    """Walk action server and footstep queue over :class:`~walk_mpc.core.walk.behavior.WalkBehavior`."""
+    """Walk action server and footstep queue over the core's
+    :class:`~walk_mpc.core.control.walk_supervisor.WalkSupervisor`."""
 
     def __init__(self, params: Optional[WalkBehaviorNodeParameters] = None, **kwargs) -> None:
         """Create the node.
@@ -299,27 +331,12 @@ class WalkBehaviorNode(GraphNode):
         if params is None:
             params = DataclassParameters(self, WalkBehaviorNodeParameters).read()
         self.params = params
-        self._model: Optional[RobotModel] = None
-        if params.measure_feet:
-            self._model = RobotModel(params.robot)
-            if not self._model.is_biped:
-                raise ParameterError("robot.robot", params.robot.robot,
-                                     "a biped (left and right sole frames) when measure_feet is true")
-            self._model_joints = frozenset(self._model.joint_names)
+        robot = RobotModel(params.robot) if params.measure_feet else None
+        if robot is not None and not robot.is_biped:
+            raise ParameterError("robot.robot", params.robot.robot,
+                                 "a biped (left and right sole frames) when measure_feet is true")
         self._lock = threading.RLock()
-        left, right = params.initial_feet
-        self._core = WalkBehavior(params.behavior, left, right)
         self._goals: Dict[bytes, _Goal] = {}
-        self._period_ns = int(round(params.control_period * _NS))
-        self._origin_ns: Optional[int] = None  # stamp of core time 0
-        self._last_stamp_ns: Optional[int] = None
-        self._next_tick_ns = 0
-        self._last_sample_steady: Optional[float] = None  # time.monotonic() of the last sample
-        self._measured: Optional[Dict[Foot, FootPose]] = None
-        self._fallen = False
-        self._plan_id = 0
-        self._plan_timeline: Optional[Timeline] = None
-        self._plan_walking: Optional[bool] = None
         self._shutting_down = False
 
         depth = params.queue_depth
@@ -333,17 +350,20 @@ class WalkBehaviorNode(GraphNode):
             SensorState, params.sensor_topic, self._on_sensor_state, stream_input_qos(depth),
             callback_group=self._sensor_group)
         self._mpc_sub = self.create_subscription(
-            TickTiming, params.mpc_timing_topic,
-            lambda msg: self._on_timing(msg, WalkErrorCode.PLANNER_FAILURE, "mpc_planner"), reliable,
+            TickTiming, params.mpc_timing_topic, lambda msg: self._on_timing(msg, "mpc_planner"), reliable,
             callback_group=self._events_group)
         self._ik_sub = self.create_subscription(
-            TickTiming, params.ik_timing_topic,
-            lambda msg: self._on_timing(msg, WalkErrorCode.IK_FAILURE, "ik"), reliable,
+            TickTiming, params.ik_timing_topic, lambda msg: self._on_timing(msg, "ik"), reliable,
             callback_group=self._events_group)
         self._fall_sub = self.create_subscription(
             Bool, params.fall_topic, self._on_fall, latched, callback_group=self._events_group)
         self._service = self.create_service(
             QueueSteps, params.queue_steps_service, self._on_queue_steps, callback_group=self._events_group)
+        names = {"sensor_topic": self._sensor_sub.topic_name, "fall_topic": self._fall_sub.topic_name,
+                 "link_topics": tuple({"mpc_planner": self._mpc_sub, "ik": self._ik_sub}[name].topic_name
+                                      for name in params.watch_links)}
+        self._supervisor = WalkSupervisor(dataclasses.replace(params.supervisor, **names), robot,
+                                          RosLog(self.get_logger(), WARNING_PERIOD))
         self._wake_up = self.create_guard_condition(lambda: None, callback_group=self._action_group)
         self._timer = self.create_timer(
             params.control_period, self._on_timeout_check, callback_group=self._events_group,
@@ -359,18 +379,36 @@ class WalkBehaviorNode(GraphNode):
         self.get_logger().info(
             f"walk action '{params.action_name}', service '{params.queue_steps_service}', sensor "
             f"'{self._sensor_sub.topic_name}', plan '{self._plan_pub.topic_name}'; feet "
-            + (f"measured with {self._model.name}" if self._model is not None else "not measured")
-            + f"; control period {params.control_period} s, sensor timeout {params.sensor_timeout} s")
-
-    # ------------------------------------------------------------------ read-only state
+            + (f"measured with {robot.name}" if robot is not None else "not measured")
+            + f"; control period {params.control_period} s, sensor timeout {params.sensor_timeout} s"
+            + (f"; watching {list(params.watch_links)} ({params.link_timeout} s)"
+               if params.watch_links else ""))
 
     @property
     def behavior(self) -> WalkBehavior:
         """The core state machine (read-only use; hold no reference across callbacks)."""
-        return self._core
+        return self._supervisor.behavior
+
+    @property
+    def supervisor(self) -> WalkSupervisor:
+        """The core supervisor (read-only use)."""
+        return self._supervisor
+
+    def _steady_ns(self) -> int:
+        return time.monotonic_ns()
+
+    def _apply(self, output: SupervisorOutput) -> None:
+        """Publish what a supervisor call produced and end the goals it ended (lock held)."""
+        for result in output.results:
+            self._finish(result)
+        if output.plan is not None:
+            plan = output.plan
+            stamp = stamp_msg(plan.stamp_ns)
+            self._plan_pub.publish(plan_to_msg(plan.timeline, plan.plan_id, plan.walking, stamp))
+        if output.status is not None:
+            self._publish_tick(output.status)
 
     # ------------------------------------------------------------------ action server
-
     def _on_goal(self, goal_request: Walk.Goal) -> GoalResponse:
         """Accept every goal: the core's refusals are reported as aborted results with a message."""
         return GoalResponse.REJECT if self._shutting_down else GoalResponse.ACCEPT
@@ -395,48 +433,24 @@ class WalkBehaviorNode(GraphNode):
     def _submit(self, record: _Goal) -> None:
         """Start or preempt with ``record``'s goal, or finish it at once with the refusal (lock held)."""
         goal = record.handle.request
-        refusal = self._refusal_before_core()
-        if refusal is not None:
-            code, message = refusal
-            self._refuse(record, code, message)
-            return
         try:
             steps = steps_from_msgs(goal.steps)
         except InvalidStepError as exc:
             self._refuse(record, WalkErrorCode.INVALID_STEP, str(exc),
                          (exc.step_index,) if exc.step_index >= 0 else ())
             return
-        if self._core.behavior is Behavior.STAND and self._measured is not None:
-            self._core.reset(self._measured[Foot.LEFT], self._measured[Foot.RIGHT])
-        answer = self._core.submit_goal(steps, bool(goal.plan_complete), goal_id=record.key)
+        answer, output = self._supervisor.submit_goal(record.key, steps, bool(goal.plan_complete),
+                                                      self._steady_ns())
         if not answer.accepted:
             rejection = answer.rejection
             offending = (rejection.step_index,) if rejection.step_index >= 0 else ()
             self._refuse(record, rejection.error_code, rejection.message, offending)
             return
+        for result in output.results:
+            self.get_logger().info(f"goal {record.name} preempts goal {goal_name(result.goal_id)}")
         end = "plan complete" if goal.plan_complete else "plan open"
-        if answer.preempted is not None:
-            self.get_logger().info(f"goal {record.name} preempts goal {goal_name(answer.preempted.goal_id)}")
-            self._finish(dataclasses.replace(answer.preempted, error_msg=f"preempted by goal {record.name}"))
         self.get_logger().info(f"goal {record.name}: walking {len(steps)} steps ({end})")
-        self._publish_plan_if_changed()
-
-    def _refusal_before_core(self) -> Optional[Tuple[WalkErrorCode, str]]:
-        """Why no walk can start now (no or stale sensor data, robot fallen), else None (lock held)."""
-        topic = self._sensor_sub.topic_name
-        if self._last_sample_steady is None:
-            return (WalkErrorCode.SENSOR_TIMEOUT,
-                    f"no SensorState received on '{topic}' yet: the walk needs the sensor stream "
-                    "(its stamps are the time base)")
-        age = time.monotonic() - self._last_sample_steady
-        if self._core.behavior is Behavior.STAND and age > self.params.sensor_timeout:
-            return (WalkErrorCode.SENSOR_TIMEOUT,
-                    f"no SensorState on '{topic}' for {age:.3f} s (sensor_timeout "
-                    f"{self.params.sensor_timeout} s)")
-        if self._fallen:
-            return (WalkErrorCode.FALL_DETECTED,
-                    f"the robot has fallen ('{self._fall_sub.topic_name}' is true)")
-        return None
+        self._apply(output)
 
     def _refuse(self, record: _Goal, code: WalkErrorCode, message: str,
                 offending: Tuple[int, ...] = ()) -> None:
@@ -467,9 +481,7 @@ class WalkBehaviorNode(GraphNode):
             if goal_handle.is_cancel_requested and not record.cancel_forwarded:
                 with self._lock:
                     record.cancel_forwarded = True
-                    if self._core.cancel(key):
-                        self.get_logger().info(f"goal {record.name}: cancel requested, stopping the walk")
-                        self._publish_plan_if_changed()
+                    self._apply(self._supervisor.cancel(key))
             await _NEXT_WAKE_UP
         result = record.result
         with self._lock:
@@ -491,100 +503,42 @@ class WalkBehaviorNode(GraphNode):
             self.get_logger().warning(message)
         return result_to_msg(result)
 
-    # ------------------------------------------------------------------ sensor stream (the time base)
+    # ------------------------------------------------------------------ inputs
+    def _guarded(self, what: str, call: Callable[[], SupervisorOutput]) -> None:
+        """Run a supervisor call under the lock and apply its output; an error is logged, never raised."""
+        try:
+            with self._lock:
+                self._apply(call())
+        except Exception as exc:  # noqa: BLE001 (bad input never stops the node)
+            if not self.context.ok():
+                return  # shutting down (SIGINT) while the message was processed
+            self.get_logger().error(f"{what} not processed: {exc!r}", throttle_duration_sec=WARNING_PERIOD)
 
     def _on_sensor_state(self, msg: SensorState) -> None:
-        try:
-            self._handle_sample(msg)
-        except Exception as exc:  # noqa: BLE001 (a bad sample never stops the node)
-            if not self.context.ok():
-                return  # shutting down (SIGINT) while the sample was processed
-            self.get_logger().error(f"SensorState sample not processed: {exc!r}",
-                                    throttle_duration_sec=WARNING_PERIOD)
+        steady = self._steady_ns()
 
-    def _handle_sample(self, msg: SensorState) -> None:
-        stamp_ns = msg.header.stamp.sec * _NS + msg.header.stamp.nanosec
-        with self._lock:
-            self._last_sample_steady = time.monotonic()
-            first = self._origin_ns is None
-            if first:
-                self._origin_ns = self._last_stamp_ns = self._next_tick_ns = stamp_ns
-            elif stamp_ns < self._last_stamp_ns:
-                self.get_logger().warning(
-                    f"SensorState stamp {stamp_ns / _NS:.9f} s is before the previous one "
-                    f"{self._last_stamp_ns / _NS:.9f} s: sample ignored",
-                    throttle_duration_sec=WARNING_PERIOD)
-                return
-            gap_ns = 0 if first else stamp_ns - self._last_stamp_ns
-            self._last_stamp_ns = stamp_ns
-            tick = stamp_ns + self._period_ns // 4 >= self._next_tick_ns
-            if tick:
-                self._next_tick_ns += self._period_ns
-                if self._next_tick_ns <= stamp_ns:  # a gap in the stream: restart the ticks here
-                    self._next_tick_ns = stamp_ns + self._period_ns
-                self._measure(msg)
-            if first and self._measured is not None:
-                self._core.reset(self._measured[Foot.LEFT], self._measured[Foot.RIGHT])
-            if gap_ns > self.params.sensor_timeout * _NS:
-                self._resume(gap_ns / _NS)
-            t = (stamp_ns - self._origin_ns) / _NS
-            status = self._core.step(max(0.0, t - self._core.time))
-            if status.result is not None:
-                self._finish(status.result)
-            self._publish_plan_if_changed(status.timeline)
-            if tick:
-                self._publish_tick(status)
+        def observe() -> SupervisorOutput:
+            try:
+                sample = sensor_sample_from_msg(msg)
+            except WalkMpcError as exc:
+                return self._supervisor.reject(f"SensorState rejected: {exc}")
+            return self._supervisor.observe(stamp_ns(msg.header.stamp), sample, steady)
 
-    def _resume(self, gap: float) -> None:
-        """The stream resumed after ``gap`` [s] without samples: stop a walk the timer has not stopped yet,
-        re-anchor Stand at the measured feet (lock held; this sample was measured)."""
-        topic = self._sensor_sub.topic_name
-        if self._core.behavior is Behavior.WALK:
-            self._stop_for_timeout(f"no SensorState on '{topic}' for {gap:.3f} s (two stamps that far apart; "
-                                   f"sensor_timeout {self.params.sensor_timeout} s)")
-        where = "the planned feet (not measured)"
-        if self._measured is not None:
-            self._core.reset(self._measured[Foot.LEFT], self._measured[Foot.RIGHT])
-            where = "the measured feet"
-        self.get_logger().warning(f"SensorState on '{topic}' resumed after {gap:.3f} s without samples: "
-                                  f"standing at {where}")
+        self._guarded("SensorState sample", observe)
 
-    def _stop_for_timeout(self, message: str) -> None:
-        """End the walk in progress with SENSOR_TIMEOUT, behavior Stand at the planned feet (lock held)."""
-        goal, current = self._core.goal_id, self._core.status.current_step_index
-        self._core.reset()
-        message = f"{message}: walk stopped at once, behavior Stand"
-        self.get_logger().error(f"goal {goal_name(goal)}: SENSOR_TIMEOUT: {message}")
-        self._finish(WalkResult(goal, WalkErrorCode.SENSOR_TIMEOUT, message, current))
-        self._publish_plan_if_changed()
+    def _on_timing(self, msg: TickTiming, component: str) -> None:
+        steady = self._steady_ns()
+        self._guarded(f"{component} timing", lambda: self._supervisor.report(
+            component, int(msg.status), stamp_ns(msg.header.stamp), steady_ns=steady))
 
-    def _measure(self, msg: SensorState) -> None:
-        """Measured sole poses of the sample by forward kinematics (None without model or base estimate)."""
-        if self._model is None:
-            return
-        self._measured = None
-        base = sensor_base_pose(msg)
-        if base is None:
-            return
-        try:
-            joints = {n: v for n, v in sensor_joint_positions(msg).items() if n in self._model_joints}
-            q = self._model.configuration_from_joints(joints, base[0], base[1])
-            poses = self._model.foot_poses(q)
-        except WalkMpcError as exc:
-            self.get_logger().warning(f"feet not measured: {exc}", throttle_duration_sec=WARNING_PERIOD)
-            return
-        feet = {}
-        frames = {Foot.LEFT: self._model.left_foot_frame, Foot.RIGHT: self._model.right_foot_frame}
-        for foot, frame in frames.items():
-            position, rotation = poses[frame]
-            feet[foot] = FootPose(tuple(float(v) for v in position), yaw_of(rotation))
-        self._measured = feet
+    def _on_fall(self, msg: Bool) -> None:
+        self._guarded("fall message", lambda: self._supervisor.fall(bool(msg.data)))
+
+    def _on_timeout_check(self) -> None:
+        self._guarded("timeout check", lambda: self._supervisor.check_timeouts(self._steady_ns()))
 
     def _publish_tick(self, status: WalkStatus) -> None:
         """walk/status, and the action feedback of the active goal (lock held)."""
-        if status.support_foot is not None and self._measured is not None:
-            measured = self._measured[status.support_foot]
-            status = dataclasses.replace(status, measured_support_foot_pose=measured)
         self._status_pub.publish(feedback_to_msg(status))
         record = self._goals.get(status.goal_id) if status.goal_id is not None else None
         if record is not None and not record.done.is_set():
@@ -593,72 +547,7 @@ class WalkBehaviorNode(GraphNode):
             except Exception as exc:  # noqa: BLE001 (goal handle going away)
                 self.get_logger().warning(f"goal {record.name}: feedback not published: {exc}")
 
-    def _publish_plan_if_changed(self, timeline: Optional[Timeline] = None) -> None:
-        """Publish walk/plan with a new plan_id if the core's timeline or behavior changed (lock held).
-
-        Args:
-            timeline: The core's current timeline, if the caller has it at hand.
-        """
-        if self._origin_ns is None:
-            return  # no time base yet: the first sample publishes the plan
-        timeline = timeline if timeline is not None else self._core.status.timeline
-        walking = self._core.behavior is Behavior.WALK
-        if timeline is self._plan_timeline and walking == self._plan_walking:
-            return
-        self._plan_timeline, self._plan_walking = timeline, walking
-        self._plan_id += 1
-        if not walking and timeline.steps:  # Stand after a walk: the feet where it ended, no steps
-            final, timing = timeline.phases[-1], timeline.timing
-            timeline = Timeline(final.left, final.right, [], timing,
-                                t0=final.t_start - timing.sway_duration - timing.catch_duration)
-        stamp = stamp_msg(self._origin_ns + round(timeline.t0 * _NS))
-        self._plan_pub.publish(plan_to_msg(timeline, self._plan_id, walking, stamp))
-
-    # ------------------------------------------------------------------ aborts from the graph
-
-    def _abort(self, code: WalkErrorCode, message: str) -> None:
-        with self._lock:
-            goal = self._core.goal_id
-            if self._core.abort(code, message):
-                self.get_logger().error(f"goal {goal_name(goal)}: {code.name}: {message}; stopping the walk")
-                self._publish_plan_if_changed()
-
-    def _on_timing(self, msg: TickTiming, code: WalkErrorCode, component: str) -> None:
-        try:
-            if msg.status != 0:
-                stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-                self._abort(code, f"{component} reported status {msg.status} at stamp {stamp:.3f} s")
-        except Exception as exc:  # noqa: BLE001
-            self.get_logger().error(f"{component} timing not processed: {exc!r}")
-
-    def _on_fall(self, msg: Bool) -> None:
-        try:
-            with self._lock:
-                fallen, self._fallen = self._fallen, bool(msg.data)
-            if msg.data and not fallen:
-                self.get_logger().error(f"fall detected on '{self._fall_sub.topic_name}'")
-            if msg.data:
-                self._abort(WalkErrorCode.FALL_DETECTED, f"fall detected ('{self._fall_sub.topic_name}')")
-        except Exception as exc:  # noqa: BLE001
-            self.get_logger().error(f"fall message not processed: {exc!r}")
-
-    def _on_timeout_check(self) -> None:
-        """Steady-clock check of the sensor stream while walking (see the module docstring)."""
-        try:
-            with self._lock:
-                if self._core.behavior is not Behavior.WALK or self._last_sample_steady is None:
-                    return
-                age = time.monotonic() - self._last_sample_steady
-                if age <= self.params.sensor_timeout:
-                    return
-                self._stop_for_timeout(f"no SensorState on '{self._sensor_sub.topic_name}' for {age:.3f} s "
-                                       f"(sensor_timeout {self.params.sensor_timeout} s)")
-        except Exception as exc:  # noqa: BLE001
-            self.get_logger().error(f"sensor timeout check failed: {exc!r}",
-                                    throttle_duration_sec=WARNING_PERIOD)
-
     # ------------------------------------------------------------------ queue_steps service
-
     def _on_queue_steps(self, request: QueueSteps.Request,
                         response: QueueSteps.Response) -> QueueSteps.Response:
         try:
@@ -668,13 +557,13 @@ class WalkBehaviorNode(GraphNode):
                 except InvalidStepError as exc:
                     response.accepted = False
                     response.message = str(exc)
-                    response.next_step_index_needed = self._core.next_step_index_needed
+                    response.next_step_index_needed = self.behavior.next_step_index_needed
                 else:
-                    answer = self._core.queue_steps(steps, bool(request.plan_complete))
+                    answer, output = self._supervisor.queue_steps(steps, bool(request.plan_complete))
                     response.accepted = answer.accepted
                     response.message = answer.message
                     response.next_step_index_needed = answer.next_step_index_needed
-                    self._publish_plan_if_changed()
+                    self._apply(output)
         except Exception as exc:  # noqa: BLE001
             response.accepted = False
             response.message = f"internal error: {exc!r}"
@@ -683,15 +572,12 @@ class WalkBehaviorNode(GraphNode):
         return response
 
     # ------------------------------------------------------------------ teardown
-
     def destroy(self) -> None:
         """End the open goals (aborted, 'node shutting down'), destroy the action server, then the node."""
         self._shutting_down = True
         with self._lock:
-            for record in list(self._goals.values()):
-                self._finish(WalkResult(record.key, WalkErrorCode.CANCELED,
-                                        "walk_behavior node shutting down",
-                                        self._core.status.current_step_index))
+            for result in self._supervisor.shutdown(list(self._goals)):
+                self._finish(result)
         self._action_server.destroy()
         self.destroy_node()
 

@@ -1,0 +1,475 @@
+"""The walk behavior on the sensor time base, watched: what the ``walk_behavior`` node decides, without ROS.
+
+:class:`WalkSupervisor` wraps the Atlas-style state machine
+(:class:`~walk_mpc.core.walk.behavior.WalkBehavior`) with everything a tick of the graph decides around it:
+
+* **Time base** (seed 001: the hardware cycle drives the loop): the behavior advances on every accepted
+  sample to its stamp (core time = stamp - stamp of the first sample, integer nanoseconds). Stamps go
+  through a :class:`~walk_mpc.core.control.stamps.StampGuard`: a rogue stamp (far ahead of the steady
+  clock, or not later than the last one) is rejected and leaves the time base as it was; a consistent new
+  time base (a restarted simulator's clock) is re-anchored on, as after an outage.
+* **Control ticks**: the samples whose stamp reaches the next multiple of ``control_period`` after the
+  previous tick publish the status (``walk/status``) and the goal's feedback.
+* **Measured feet**: sole poses by forward kinematics of the tick's sample (joints + base estimate), for
+  the feedback and as the start of a walk from Stand.
+* **Outages**: a walk ends with SENSOR_TIMEOUT when no sample arrives for ``sensor_timeout`` of steady time
+  (:meth:`check_timeouts`), or when two consecutive stamps are further apart (the samples resume after an
+  outage); Stand is then re-anchored at the measured feet.
+* **Liveness of the chain** (``watch_links``): every watched component (``mpc_planner``, ``ik``) reports
+  each tick (:meth:`report`). While walking, a component silent for ``link_timeout`` of steady time or of
+  sensor time ends the walk ("no ik/timing for 0.30 s: is the ik running?"), and a goal is refused while
+  one is silent; a component reporting a failure ends it too, with its reason.
+* **Plans**: a changed timeline or behavior gives a new :class:`~walk_mpc.core.control.types.WalkPlan`
+  (``plan_id`` + 1, stamped at the timeline's t = 0); in Stand after a walk, the final feet without steps.
+
+Every call returns a :class:`SupervisorOutput`: the status to publish (on control ticks), the plan to
+publish if it changed, and the goals that ended.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Hashable, Optional, Sequence
+
+from walk_mpc.core.body.robot import RobotModel, yaw_of
+from walk_mpc.core.control.stamps import StampGuard, StampGuardParameters, StampVerdict
+from walk_mpc.core.control.types import (
+    NS_PER_S,
+    Log,
+    PlannerStatus,
+    WalkPlan,
+    WholeBodyStatus,
+    default_log,
+    optional_steady,
+)
+from walk_mpc.core.errors import ParameterError, WalkMpcError
+from walk_mpc.core.params import check_positive
+from walk_mpc.core.sensors import SensorSample, check_sample
+from walk_mpc.core.walk.behavior import (
+    Behavior,
+    GoalAnswer,
+    QueueAnswer,
+    Rejection,
+    WalkBehavior,
+    WalkErrorCode,
+    WalkResult,
+    WalkStatus,
+)
+from walk_mpc.core.walk.step import Foot, Step
+from walk_mpc.core.walk.timeline import FootPose, Timeline
+
+#: Error code of a walk ended by each watchable component.
+LINK_ERRORS = {"mpc_planner": WalkErrorCode.PLANNER_FAILURE, "ik": WalkErrorCode.IK_FAILURE}
+
+
+@dataclasses.dataclass(frozen=True)
+class WalkSupervisorParameters:
+    """Parameters of :class:`WalkSupervisor`.
+
+    Attributes:
+        behavior: Gait timing and step limits of the state machine.
+        control_period: Period of the status ticks in sensor-stamp time [s].
+        sensor_timeout: Steady time without samples that ends a walk [s]; consecutive stamps further apart
+            are an outage (Stand re-anchored at the measured feet).
+        initial_feet: (left, right) sole poses until a measurement replaces them.
+        watch_links: Components whose reports (:meth:`WalkSupervisor.report`) must keep coming while walking:
+            any of ``mpc_planner`` and ``ik``.
+        link_timeout: Steady or sensor time [s] without a report of a watched component that ends a walk.
+        link_topics: Topic of each watched component's reports, for the messages (default
+            ``<component>/timing``).
+        stamps: The sample stamp guard.
+        sensor_topic: Name of the sample stream, for the messages.
+        fall_topic: Name of the fall detector's output, for the messages.
+    """
+
+    behavior: WalkBehavior.Parameters = dataclasses.field(default_factory=WalkBehavior.Parameters)
+    control_period: float = 0.02
+    sensor_timeout: float = 0.1
+    initial_feet: tuple = (FootPose((0.0, 0.085, 0.0), 0.0), FootPose((0.0, -0.085, 0.0), 0.0))
+    watch_links: tuple = ()
+    link_timeout: float = 0.3
+    link_topics: tuple = ()
+    stamps: StampGuardParameters = dataclasses.field(default_factory=StampGuardParameters)
+    sensor_topic: str = "sensor_state"
+    fall_topic: str = "fall"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.behavior, WalkBehavior.Parameters):
+            raise ParameterError("behavior", self.behavior, "a WalkBehavior.Parameters")
+        check_positive("control_period", self.control_period)
+        check_positive("sensor_timeout", self.sensor_timeout)
+        check_positive("link_timeout", self.link_timeout)
+        if len(self.initial_feet) != 2 or not all(isinstance(f, FootPose) for f in self.initial_feet):
+            raise ParameterError("initial_feet", self.initial_feet, "(left, right) FootPose")
+        object.__setattr__(self, "watch_links", tuple(self.watch_links))
+        unknown = [name for name in self.watch_links if name not in LINK_ERRORS]
+        if unknown:
+            raise ParameterError("watch_links", list(self.watch_links), f"names among {sorted(LINK_ERRORS)}")
+        object.__setattr__(self, "link_topics", tuple(self.link_topics))
+        if self.link_topics and len(self.link_topics) != len(self.watch_links):
+            raise ParameterError("link_topics", list(self.link_topics), "one topic per watched link")
+        if not isinstance(self.stamps, StampGuardParameters):
+            raise ParameterError("stamps", self.stamps, "a StampGuardParameters")
+
+
+@dataclasses.dataclass(frozen=True)
+class SupervisorOutput:
+    """What one call of :class:`WalkSupervisor` produced.
+
+    Attributes:
+        status: The status of a control tick (publish it and the goal's feedback), else None.
+        plan: The new plan when the timeline or behavior changed, else None.
+        results: Goals that ended during the call.
+        rejected: Why a sample was not used ("" if used or not a sample).
+    """
+
+    status: Optional[WalkStatus] = None
+    plan: Optional[WalkPlan] = None
+    results: tuple = ()
+    rejected: str = ""
+
+
+@dataclasses.dataclass
+class _Link:
+    topic: str
+    steady_ns: Optional[int] = None  # steady clock of the last report
+    stamp_ns: Optional[int] = None  # stamp of the last report (sensor time)
+
+
+class WalkSupervisor:
+    """The walk behavior on the sensor time base, with outages and liveness (see the module docstring).
+
+    Args:
+        params: Parameters.
+        robot: Model for the measured feet (a biped), or None not to measure them.
+        log: Where decisions are logged (default: the ``walk_mpc.walk_supervisor`` logger).
+
+    Raises:
+        ParameterError: A robot that is not a biped.
+    """
+
+    Parameters = WalkSupervisorParameters
+
+    def __init__(self, params: Optional[WalkSupervisorParameters] = None, robot: Optional[RobotModel] = None,
+                 log: Optional[Log] = None) -> None:
+        self.params = params if params is not None else WalkSupervisorParameters()
+        if robot is not None and not robot.is_biped:
+            raise ParameterError("robot", robot.name,
+                                 "a biped (left and right sole frames) to measure the feet")
+        self.robot = robot
+        self._log = log if log is not None else default_log("walk_supervisor")
+        self._period_ns = int(round(self.params.control_period * NS_PER_S))
+        self._timeout_ns = int(round(self.params.sensor_timeout * NS_PER_S))
+        self._link_ns = int(round(self.params.link_timeout * NS_PER_S))
+        topics = self.params.link_topics or tuple(f"{name}/timing" for name in self.params.watch_links)
+        self._topics = dict(zip(self.params.watch_links, topics))
+        self.reset()
+
+    def reset(self) -> None:
+        """Back to Stand at the initial feet, no time base, no measurement."""
+        left, right = self.params.initial_feet
+        self._core = WalkBehavior(self.params.behavior, left, right)
+        self._guard = StampGuard(self.params.stamps)
+        self._origin_ns: Optional[int] = None
+        self._next_tick_ns = 0
+        self._last_sample_steady: Optional[int] = None
+        self._last_stamp_ns: Optional[int] = None
+        self._measured: Optional[dict] = None
+        self._fallen = False
+        self._plan_id = 0
+        self._plan_timeline: Optional[Timeline] = None
+        self._plan_walking: Optional[bool] = None
+        self._rejecting = ""
+        self._links = {name: _Link(topic) for name, topic in self._topics.items()}
+        self.rejected_samples = 0
+
+    # ------------------------------------------------------------------ read-only state
+    @property
+    def behavior(self) -> WalkBehavior:
+        """The state machine (read-only use)."""
+        return self._core
+
+    @property
+    def walking(self) -> bool:
+        """Whether a walk is in progress."""
+        return self._core.behavior is Behavior.WALK
+
+    @property
+    def measured_feet(self) -> Optional[dict]:
+        """Foot -> measured sole pose of the last control tick, or None."""
+        return None if self._measured is None else dict(self._measured)
+
+    @property
+    def plan_id(self) -> int:
+        """Id of the last plan produced (0: none yet)."""
+        return self._plan_id
+
+    # ------------------------------------------------------------------ sensor samples
+    def observe(self, stamp_ns: int, sample: SensorSample,
+                steady_ns: Optional[int] = None) -> SupervisorOutput:
+        """One sensor sample: advance the behavior to its stamp; on control ticks measure the feet and report.
+
+        A sample that fails :func:`~walk_mpc.core.sensors.check_sample` or the stamp guard changes nothing
+        (``rejected`` says why).
+        """
+        steady_ns = optional_steady(steady_ns)
+        try:
+            check_sample(sample)
+        except WalkMpcError as exc:
+            return self._reject(f"sample rejected: {exc}")
+        verdict = self._guard.check(int(stamp_ns), steady_ns)
+        if not verdict.accepted:
+            return self._reject(f"sample stamped {stamp_ns / NS_PER_S:.9f} s rejected: {verdict.value} "
+                                f"(last accepted {self._guard.last_stamp_ns / NS_PER_S:.9f} s)")
+        if self._rejecting:
+            self._log.info(f"sensor samples accepted again after {self._rejecting}")
+            self._rejecting = ""
+        results: list = []
+        self._last_sample_steady = steady_ns
+        first = self._origin_ns is None
+        if first:
+            self._origin_ns = self._next_tick_ns = stamp_ns
+        gap_ns = 0 if first else stamp_ns - self._last_stamp_ns
+        self._last_stamp_ns = stamp_ns
+        tick = stamp_ns + self._period_ns // 4 >= self._next_tick_ns
+        if tick or verdict is StampVerdict.REANCHORED:
+            self._next_tick_ns += self._period_ns
+            if self._next_tick_ns <= stamp_ns or verdict is StampVerdict.REANCHORED:
+                self._next_tick_ns = stamp_ns + self._period_ns  # a gap in the stream: restart the ticks
+            self._measure(sample)
+        if first and self._measured is not None:
+            self._core.reset(self._measured[Foot.LEFT], self._measured[Foot.RIGHT])
+        if verdict is StampVerdict.REANCHORED:
+            self._resume(results, "the sample stamps jumped to a new time base "
+                         f"({stamp_ns / NS_PER_S:.3f} s; a restarted clock)")
+            self._origin_ns = stamp_ns - round(self._core.time * NS_PER_S)
+        elif gap_ns > self._timeout_ns:
+            self._resume(results, f"no SensorState on '{self.params.sensor_topic}' for "
+                         f"{gap_ns / NS_PER_S:.3f} s (two stamps that far apart; sensor_timeout "
+                         f"{self.params.sensor_timeout} s)")
+        self._check_links_by_stamp(stamp_ns, results)
+        t = (stamp_ns - self._origin_ns) / NS_PER_S
+        status = self._core.step(max(0.0, t - self._core.time))
+        if status.result is not None:
+            results.append(status.result)
+        if tick and status.support_foot is not None and self._measured is not None:
+            measured = self._measured[status.support_foot]
+            status = dataclasses.replace(status, measured_support_foot_pose=measured)
+        plan = self._plan_if_changed(status.timeline)
+        return SupervisorOutput(status if tick else None, plan, tuple(results))
+
+    def reject(self, reason: str) -> SupervisorOutput:
+        """A sample the caller could not even convert (e.g. arrays of mismatched lengths): reported like a
+        rejected sample, nothing changes."""
+        return self._reject(reason)
+
+    def _reject(self, reason: str) -> SupervisorOutput:
+        self.rejected_samples += 1
+        if not self._rejecting:
+            self._log.warning(f"{reason}; the time base is kept")
+            self._rejecting = reason
+        return SupervisorOutput(rejected=reason)
+
+    def _measure(self, sample: SensorSample) -> None:
+        """Measured sole poses of the sample by forward kinematics (None without robot or base estimate)."""
+        if self.robot is None:
+            return
+        self._measured = None
+        base = sample.base_pose
+        if base is None:
+            return
+        try:
+            names = self.robot.joint_names
+            joints = {n: v for n, v in zip(sample.joint_names, sample.joint_pos.tolist()) if n in names}
+            q = self.robot.configuration_from_joints(joints, base[0], base[1])
+            poses = self.robot.foot_poses(q)
+        except WalkMpcError as exc:
+            self._log.warning(f"feet not measured: {exc}")
+            return
+        frames = {Foot.LEFT: self.robot.left_foot_frame, Foot.RIGHT: self.robot.right_foot_frame}
+        self._measured = {foot: FootPose(tuple(float(v) for v in poses[frame][0]), yaw_of(poses[frame][1]))
+                          for foot, frame in frames.items()}
+
+    def _resume(self, results: list, why: str) -> None:
+        """The samples resumed after an outage: stop a walk, re-anchor Stand at the measured feet."""
+        if self.walking:
+            self._stop(results, WalkErrorCode.SENSOR_TIMEOUT, why)
+        where = "the planned feet (not measured)"
+        if self._measured is not None:
+            self._core.reset(self._measured[Foot.LEFT], self._measured[Foot.RIGHT])
+            where = "the measured feet"
+        self._log.warning(f"sensor samples resumed ({why}): standing at {where}")
+
+    def _stop(self, results: list, code: WalkErrorCode, why: str) -> None:
+        """End the walk in progress at once with ``code``: Stand at the planned feet."""
+        goal, current = self._core.goal_id, self._core.status.current_step_index
+        self._core.reset()
+        message = f"{why}: walk stopped at once, behavior Stand"
+        self._log.error(f"goal {goal_name(goal)}: {code.name}: {message}")
+        results.append(WalkResult(goal, code, message, current))
+
+    # ------------------------------------------------------------------ steady clock
+    def check_timeouts(self, steady_ns: int) -> SupervisorOutput:
+        """Steady-clock checks while walking (call every control period): the sensor stream and the links."""
+        steady_ns = optional_steady(steady_ns)
+        results: list = []
+        if self.walking and self._last_sample_steady is not None:
+            age = (steady_ns - self._last_sample_steady) / NS_PER_S
+            if age > self.params.sensor_timeout:
+                self._stop(results, WalkErrorCode.SENSOR_TIMEOUT, f"no SensorState on "
+                           f"'{self.params.sensor_topic}' for {age:.3f} s (sensor_timeout "
+                           f"{self.params.sensor_timeout} s)")
+        if self.walking:
+            for name, link in self._links.items():
+                if link.steady_ns is not None and steady_ns - link.steady_ns > self._link_ns:
+                    self._abort_link(name, (steady_ns - link.steady_ns) / NS_PER_S, results)
+                    break
+        return SupervisorOutput(plan=self._plan_if_changed(), results=tuple(results))
+
+    # ------------------------------------------------------------------ the chain
+    def report(self, component: str, status: int, stamp_ns: int, reason: str = "",
+               steady_ns: Optional[int] = None) -> SupervisorOutput:
+        """A component's tick report (``mpc/timing``, ``ik/timing``): it is alive; a non-zero ``status``
+        ends the walk with the component's error code and ``reason``."""
+        steady_ns = optional_steady(steady_ns)
+        link = self._links.get(component)
+        if link is not None:
+            link.steady_ns, link.stamp_ns = steady_ns, int(stamp_ns)
+        if status == 0:
+            return SupervisorOutput()
+        code = LINK_ERRORS.get(component, WalkErrorCode.PLANNER_FAILURE)
+        statuses = PlannerStatus if component == "mpc_planner" else WholeBodyStatus
+        try:
+            name = statuses(status).name
+        except ValueError:
+            name = f"unknown status {status}"
+        cause = f"{name} ({reason})" if reason else name
+        return self.abort(code, f"{component} reported {cause} at stamp {stamp_ns / NS_PER_S:.3f} s")
+
+    def _check_links_by_stamp(self, stamp_ns: int, results: list) -> None:
+        if not self.walking:
+            return
+        for name, link in self._links.items():
+            if link.stamp_ns is not None and stamp_ns - link.stamp_ns > self._link_ns:
+                self._abort_link(name, (stamp_ns - link.stamp_ns) / NS_PER_S, results, "of sensor time")
+                return
+
+    def _silence(self, name: str, age: float, what: str = "") -> str:
+        what = f" {what}" if what else ""
+        return f"no {self._links[name].topic} for {age:.2f} s{what}: is the {name} running?"
+
+    def _abort_link(self, name: str, age: float, results: list, what: str = "") -> None:
+        self._stop(results, LINK_ERRORS[name], self._silence(name, age, what))
+
+    def silent_link(self, steady_ns: Optional[int]) -> Optional[str]:
+        """Why a watched component is silent now (never reported, or not for ``link_timeout``), else None."""
+        for name, link in self._links.items():
+            if link.steady_ns is None and link.stamp_ns is None:
+                return f"no {link.topic} received yet: is the {name} running?"
+            if (steady_ns is not None and link.steady_ns is not None
+                    and steady_ns - link.steady_ns > self._link_ns):
+                return self._silence(name, (steady_ns - link.steady_ns) / NS_PER_S)
+        return None
+
+    def fall(self, fallen: bool) -> SupervisorOutput:
+        """The fall detector's state: a fall ends the walk (FALL_DETECTED) and refuses goals until cleared."""
+        was, self._fallen = self._fallen, bool(fallen)
+        if fallen and not was:
+            self._log.error(f"fall detected on '{self.params.fall_topic}'")
+        if fallen:
+            return self.abort(WalkErrorCode.FALL_DETECTED, f"fall detected ('{self.params.fall_topic}')")
+        return SupervisorOutput()
+
+    # ------------------------------------------------------------------ goals
+    def refusal(self, steady_ns: Optional[int] = None) -> Optional[tuple]:
+        """``(code, message)`` of why no walk can start now (no or stale samples, a fall, a silent
+        component), else None."""
+        if self._origin_ns is None:
+            return (WalkErrorCode.SENSOR_TIMEOUT, f"no SensorState received on '{self.params.sensor_topic}' "
+                    "yet: the walk needs the sensor stream (its stamps are the time base)")
+        if steady_ns is not None and self._last_sample_steady is not None and not self.walking:
+            age = (steady_ns - self._last_sample_steady) / NS_PER_S
+            if age > self.params.sensor_timeout:
+                return (WalkErrorCode.SENSOR_TIMEOUT, f"no SensorState on '{self.params.sensor_topic}' for "
+                        f"{age:.3f} s (sensor_timeout {self.params.sensor_timeout} s)")
+        if self._fallen:
+            return WalkErrorCode.FALL_DETECTED, f"the robot has fallen ('{self.params.fall_topic}' is true)"
+        if not self.walking:
+            silent = self.silent_link(steady_ns)
+            if silent is not None:
+                name = next(n for n in self._links if f"is the {n} running" in silent)
+                return LINK_ERRORS[name], silent
+        return None
+
+    def submit_goal(self, goal_id: Hashable, steps: Sequence[Step], plan_complete: bool,
+                    steady_ns: Optional[int] = None) -> tuple[GoalAnswer, SupervisorOutput]:
+        """Start or preempt with a goal (refused as the state machine or :meth:`refusal` says).
+
+        Returns:
+            The state machine's answer (a refusal before it has ``accepted`` False and a rejection), and the
+            output (the preempted goal's result, the new plan).
+        """
+        refusal = self.refusal(optional_steady(steady_ns))
+        if refusal is not None:
+            return GoalAnswer(goal_id, False, Rejection(refusal[0], refusal[1])), SupervisorOutput()
+        if self._core.behavior is Behavior.STAND and self._measured is not None:
+            self._core.reset(self._measured[Foot.LEFT], self._measured[Foot.RIGHT])
+        answer = self._core.submit_goal(steps, bool(plan_complete), goal_id=goal_id)
+        results = ()
+        if answer.preempted is not None:
+            message = f"preempted by goal {goal_name(goal_id)}"
+            results = (dataclasses.replace(answer.preempted, error_msg=message),)
+        return answer, SupervisorOutput(plan=self._plan_if_changed(), results=results)
+
+    def queue_steps(self, steps: Sequence[Step], plan_complete: bool) -> tuple[QueueAnswer, SupervisorOutput]:
+        """Add or replace steps of the running walk (``walk/queue_steps``)."""
+        answer = self._core.queue_steps(steps, bool(plan_complete))
+        return answer, SupervisorOutput(plan=self._plan_if_changed())
+
+    def cancel(self, goal_id: Hashable) -> SupervisorOutput:
+        """Cancel a goal: the swinging step finishes, then catch and Stand (result CANCELED)."""
+        if self._core.cancel(goal_id):
+            self._log.info(f"goal {goal_name(goal_id)}: cancel requested, stopping the walk")
+        return SupervisorOutput(plan=self._plan_if_changed())
+
+    def abort(self, code: WalkErrorCode, message: str) -> SupervisorOutput:
+        """Stop the walk like a cancel with ``code`` (a failure in the graph)."""
+        goal = self._core.goal_id
+        if self._core.abort(code, message):
+            self._log.error(f"goal {goal_name(goal)}: {code.name}: {message}; stopping the walk")
+        return SupervisorOutput(plan=self._plan_if_changed())
+
+    def shutdown(self, goal_ids: Sequence[Hashable]) -> tuple:
+        """Results of the open goals when the node shuts down."""
+        current = self._core.status.current_step_index
+        return tuple(WalkResult(g, WalkErrorCode.CANCELED, "walk_behavior node shutting down", current)
+                     for g in goal_ids)
+
+    # ------------------------------------------------------------------ plans
+    def _plan_if_changed(self, timeline: Optional[Timeline] = None) -> Optional[WalkPlan]:
+        """A new plan if the behavior's timeline or behavior changed since the last one, else None."""
+        if self._origin_ns is None:
+            return None  # no time base yet: the first sample makes the plan
+        timeline = timeline if timeline is not None else self._core.status.timeline
+        walking = self.walking
+        if timeline is self._plan_timeline and walking == self._plan_walking:
+            return None
+        self._plan_timeline, self._plan_walking = timeline, walking
+        self._plan_id += 1
+        first, timing = timeline.phases[0], timeline.timing
+        if not walking and timeline.steps:  # Stand after a walk: the feet where it ended, no steps
+            final = timeline.phases[-1]
+            t0 = final.t_start - timing.sway_duration - timing.catch_duration
+            plan = Timeline(final.left, final.right, [], timing)
+        else:
+            t0 = timeline.t0
+            plan = Timeline(first.left, first.right, timeline.steps, timing)
+        return WalkPlan(self._plan_id, walking, max(0, self._origin_ns + round(t0 * NS_PER_S)), plan)
+
+
+def goal_name(goal_id: object) -> str:
+    """Short printable id of a goal id (the first 8 hex digits of an action goal UUID)."""
+    return goal_id.hex()[:8] if isinstance(goal_id, (bytes, bytearray)) else repr(goal_id)
+
+
+__all__ = ["LINK_ERRORS", "SupervisorOutput", "WalkSupervisor", "WalkSupervisorParameters", "goal_name"]
