@@ -87,6 +87,20 @@ def test_three_supporting_legs_with_effect_move_the_body_and_legs_without_effect
     np.testing.assert_allclose(gestures.foot_positions_in_world()["HR"], np.add(LEGS["HR"], (0, -0.03, 0)))
 
 
+@pytest.mark.parametrize("lifted", [(), ("FL",), ("FL", "HR"), ("FL", "FR", "HL", "HR")])
+def test_support_legs_and_moves_body_tell_what_the_next_gesture_does(lifted):
+    gestures = make()
+    gestures.set_gesture_effect("HL", False)
+    for leg in lifted:
+        gestures.set_contact(leg, False)
+    support, moves = gestures.support_legs, gestures.moves_body
+    assert gestures.affected_legs == ("FL", "FR", "HR")
+    assert support == tuple(leg for leg in ("FL", "FR", "HR") if leg not in lifted)
+    result = gestures.exec_gesture(GestureDof.RZ, 0.1)
+    assert (result.support_legs, result.body_moved, result.moved_legs) == (support, moves, ("FL", "FR", "HR"))
+    assert moves == (not lifted)
+
+
 def test_min_support_legs_is_a_parameter():
     gestures = make(params=GestureController.Parameters(min_support_legs=2))
     gestures.set_contact("FL", False)

@@ -266,6 +266,23 @@ class GestureController:
         return self._contact[self.leg_index(leg)]
 
     @property
+    def affected_legs(self) -> tuple[str, ...]:
+        """Names of the legs with gesture effect (a gesture moves them in the body frame)."""
+        return tuple(name for name, effect in zip(self._legs, self._effect) if effect)
+
+    @property
+    def support_legs(self) -> tuple[str, ...]:
+        """Names of the legs with gesture effect in contact (they hold the ground when the body moves)."""
+        return tuple(name for name, effect, contact in zip(self._legs, self._effect, self._contact)
+                     if effect and contact)
+
+    @property
+    def moves_body(self) -> bool:
+        """Whether a gesture now moves the body: friction active and at least ``min_support_legs``
+        :attr:`support_legs` (else only the legs move)."""
+        return self._friction and len(self.support_legs) >= self.params.min_support_legs
+
+    @property
     def body_pose_in_world(self) -> np.ndarray:
         """Body pose in the world frame (4x4 copy)."""
         return self._body.copy()
@@ -297,17 +314,16 @@ class GestureController:
             InputError: For an unknown dof or a non-finite value.
         """
         transform = gesture_transform(values)
-        affected = [i for i, effect in enumerate(self._effect) if effect]
-        support = tuple(self._legs[i] for i in affected if self._contact[i])
-        body_moves = self._friction and len(support) >= self.params.min_support_legs
-        for i in affected:
-            self._leg_poses[i] = transform @ self._leg_poses[i]
+        support, body_moves = self.support_legs, self.moves_body
+        for i, effect in enumerate(self._effect):
+            if effect:
+                self._leg_poses[i] = transform @ self._leg_poses[i]
         if body_moves:
             self._body = self._body @ inverse_transform(transform)
         return GestureResult(
             transform=transform,
             body_moved=body_moves,
-            moved_legs=tuple(self._legs[i] for i in affected),
+            moved_legs=self.affected_legs,
             support_legs=support,
             body_pose_in_world=self._body.copy(),
         )

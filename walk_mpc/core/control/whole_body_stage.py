@@ -1,0 +1,1003 @@
+"""The whole-body stage of the control loop: CoM references and sensor samples -> two joint postures per tick.
+
+:class:`WholeBodyStage` makes every decision of the ``ik`` node without ROS (seed 001): each control tick it
+builds the IK targets of the instants T and 2T after the tick's stamp (:func:`~walk_mpc.core.body.targets.
+walk_targets` while a walk is in progress, the standing targets under gestures otherwise), solves them with
+:meth:`~walk_mpc.core.body.ik.IKSolver.solve_two` (the first from the model configuration, the second from
+the first) and returns a :class:`~walk_mpc.core.control.types.JointCommand`: the positions of both points,
+and their velocities (point 1: central difference ``(q2 - q0) / 2T`` with ``q0`` the previous command;
+point 2: backward difference ``(q2 - q1) / T``).
+
+Inputs:
+
+* :meth:`WholeBodyStage.set_plan`: the gait timeline (``t = 0`` at the plan's stamp; bipeds only, a
+  quadruped ignores plans and stands). The first plan is installed at once; a later one at the first
+  reference naming its ``plan_id`` (the planner switches plans at its next tick, so references already in
+  flight for the previous plan are still solved on it), or at the next sensor-driven tick. At most
+  :data:`MAX_PENDING_PLANS` received plans wait.
+* :meth:`WholeBodyStage.on_reference`: each CoM reference is a control tick. A reference before the
+  first sensor sample (nothing valid to solve from), or resuming after an outage whose end this stage has
+  not measured yet, is skipped without a command; so is one naming a plan this stage never received (in
+  flight across a restart: not a failure; a planner stuck on it makes the references stale).
+* :meth:`WholeBodyStage.observe`: each sensor sample, validated completely (finite values, a usable base
+  pose, arrays matching their names) and its stamp checked by a :class:`~walk_mpc.core.control.stamps.
+  StampGuard` before it touches any state. The samples are kept by stamp (the sample of a tick is the one
+  of its stamp, else the latest one if at most one control period older). The first one initialises the
+  model configuration; at each support change of the walk (the stance feet differ from the previous
+  tick's) the model is re-synchronised with the measurement before solving (seed 001). Between support
+  changes the solution at T starts from the previous tick's solution at 2T (the same instant).
+* :meth:`WholeBodyStage.on_reference_ahead`: the planner's reference of its next tick, announced on the
+  sample before it (``solve_ahead``): solved at once (again when the tick's own sample corrects the
+  support or changes it), and the tick returns that very command when it would solve exactly the same
+  problem (same stamp, times and CoM, targets bit for bit, same initial configuration and previous
+  command), else it solves as usual. The commands are the same either way.
+
+Support-foot correction (seed 001): the walking targets come from the timeline corrected by
+:class:`~walk_mpc.core.mpc.support_correction.SupportCorrector`, the policy the planner applies on the same
+ticks and samples: at each lift-off the stance foot takes its measured pose (forward kinematics of the
+tick's sample; without base estimate the base is placed by a stance sole at its timeline pose), while the
+swing foot keeps its planned world pose. A sample due for a tick while references flow prepares that tick
+at once (the lift-off's correction, the re-sync configuration, the walking targets but their CoM), while
+the planner computes its reference.
+
+Sensor-driven ticks: while no reference has come for ``reference_timeout`` of sensor time (before the
+planner starts, a quadruped without planner), each sample at least ``control_period`` after the previous
+tick is a standing tick holding the body position (the standing targets restart from the current posture
+when they take over from references: no jump); during a walk such a tick holds the last command
+(REFERENCE_STALE), except within ``reference_timeout`` of the start of a walk (its first references are on
+their way: no command).
+
+Holds: a reference with NaN/inf or malformed arrays (BAD_REFERENCE), targets that cannot be built
+(TARGETS_ERROR) or a solve that does not converge (IK_FAILED) return the last command held (both points at
+its positions, zero velocities) with the status and the reason; the model configuration stays the last
+command's.
+
+Outage: two consecutive sample stamps more than ``sensor_timeout`` apart (a restarted simulator: the robot
+may have moved), or a stamp guard re-anchoring on a new time base, restart the stage from that sample as
+from the first one: the model re-initialised from the measurement, held until references come again, and
+the standing feet taken from the posture until a new plan. A rogue stamp (not later than the last one, far
+ahead of the steady clock) is skipped without any state change.
+
+Gestures (seed 003; legs = the robot's foot frames in model order): :meth:`WholeBodyStage.exec_gesture`
+queues a gesture while standing; the gestures queued between two ticks are applied together at the next
+standing tick, composed in the seed's order ``Rz Ry Rx Tz Ty Tx`` whatever their call order (the values of
+a repeated dof add up). The legs touching the ground are those whose contact sensors (``contact_names``
+starting with the leg's prefix) measure at least ``contact_force_threshold`` in total, in the latest
+sample; legs without sensors count as touching. With friction and at least ``gesture.min_support_legs``
+legs with effect touching, the body moves by the inverse transform and the feet stay; otherwise only the
+legs move. :meth:`WholeBodyStage.set_gesture_effect` selects the legs gestures move (it survives walks).
+Gesture moves are relative to the current standing stance: a new plan resets the standing targets to the
+plan's feet (bipeds) and the current body.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import enum
+from typing import NamedTuple, Optional, Union
+
+import numpy as np
+
+from walk_mpc.core.body.gesture import GestureController, GestureDof, elementary_transform
+from walk_mpc.core.body.ik import IKResult, IKSolver, IKTargets
+from walk_mpc.core.body.robot import RobotModel
+from walk_mpc.core.body.state_estimation import estimate_state
+from walk_mpc.core.body.targets import (
+    StandingTargets,
+    pose_matrix,
+    walk_pose_targets,
+    walk_targets,
+    with_com,
+    yaw_free,
+)
+from walk_mpc.core.control.stamps import StampGuard, StampGuardParameters, StampVerdict
+from walk_mpc.core.control.types import (
+    NS_PER_S,
+    CoMReference,
+    JointCommand,
+    Log,
+    WalkPlan,
+    WholeBodyStatus,
+    default_log,
+    optional_steady,
+)
+from walk_mpc.core.errors import InputError, JointNotFound, ParameterError, ShapeError, WalkMpcError
+from walk_mpc.core.mpc.support_correction import SupportCorrectionParameters, SupportCorrector, anchor_foot
+from walk_mpc.core.params import check_nonnegative, check_positive
+from walk_mpc.core.sensors import SensorSample, check_sample
+from walk_mpc.core.sim.kinematic import FEET
+from walk_mpc.core.walk.step import Foot
+from walk_mpc.core.walk.timeline import FootPose, Timeline
+
+MAX_PENDING_PLANS = 8  # received plans kept until a reference names one
+MAX_SAMPLES = 16  # measured samples kept by stamp (the reference's sample is usually the latest)
+
+
+class TickSource(str, enum.Enum):
+    """What drove a tick (:attr:`JointCommand.source`)."""
+
+    REFERENCE = "reference"  # a CoM reference
+    SENSOR = "sensor"  # a sensor sample, no references for reference_timeout
+
+
+@dataclasses.dataclass(frozen=True)
+class WholeBodyStageParameters:
+    """Parameters of :class:`WholeBodyStage`.
+
+    Attributes:
+        solver: IK solver.
+        gesture: Gesture controller (standing).
+        joint_names: Joints of the commands, in order (empty = every actuated joint in model order).
+        control_period: Control period T [s] (point times of holds and sensor-driven ticks; a sample
+            at least 99 % of it after the previous tick is due for a tick).
+        reference_timeout: Sensor time [s] without CoM reference after which the samples drive the ticks.
+        sensor_timeout: Two consecutive sample stamps further apart [s] are an outage.
+        support_correction: The support-foot correction policy (set alike in the planner).
+        solve_ahead: Solve the references announced ahead (:meth:`WholeBodyStage.on_reference_ahead`).
+        contact_force_threshold: Total normal force [N] of a leg's contact sensors from which the leg
+            touches the ground (gestures).
+        contact_prefixes: Name prefix of the contact sensors of each leg (foot frame order); empty = the
+            simulators' names for bipeds (``left_foot``, ``right_foot``), else the foot frame names.
+        stamps: The sample stamp guard.
+    """
+
+    solver: IKSolver.Parameters = dataclasses.field(default_factory=IKSolver.Parameters)
+    gesture: GestureController.Parameters = dataclasses.field(default_factory=GestureController.Parameters)
+    joint_names: tuple[str, ...] = ()
+    control_period: float = 0.02
+    reference_timeout: float = 0.1
+    sensor_timeout: float = 0.25
+    support_correction: SupportCorrectionParameters = dataclasses.field(
+        default_factory=SupportCorrectionParameters)
+    solve_ahead: bool = True
+    contact_force_threshold: float = 1.0
+    contact_prefixes: tuple[str, ...] = ()
+    stamps: StampGuardParameters = dataclasses.field(default_factory=StampGuardParameters)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "joint_names", tuple(self.joint_names))
+        object.__setattr__(self, "contact_prefixes", tuple(self.contact_prefixes))
+        nested = (("solver", IKSolver.Parameters), ("gesture", GestureController.Parameters),
+                  ("support_correction", SupportCorrectionParameters), ("stamps", StampGuardParameters))
+        for name, cls in nested:
+            if not isinstance(getattr(self, name), cls):
+                raise ParameterError(name, getattr(self, name), f"a {cls.__qualname__}")
+        if len(set(self.joint_names)) != len(self.joint_names):
+            raise ParameterError("joint_names", self.joint_names, "distinct joint names")
+        if not all(isinstance(p, str) and p for p in self.contact_prefixes):
+            raise ParameterError("contact_prefixes", self.contact_prefixes, "non-empty names, one per leg")
+        check_positive("control_period", self.control_period)
+        check_positive("reference_timeout", self.reference_timeout)
+        check_positive("sensor_timeout", self.sensor_timeout)
+        check_nonnegative("contact_force_threshold", self.contact_force_threshold)
+        if not isinstance(self.solve_ahead, bool):
+            raise ParameterError("solve_ahead", self.solve_ahead, "true or false")
+
+
+@dataclasses.dataclass(frozen=True)
+class BadReference:
+    """A CoM reference that could not be read (malformed arrays): a BAD_REFERENCE hold at its stamp.
+
+    Attributes:
+        stamp_ns: Its stamp [ns].
+        plan_id: The plan it names.
+        reason: What was wrong.
+    """
+
+    stamp_ns: int
+    plan_id: int
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
+class GestureReply:
+    """Answer of a gesture request (the ``ik/exec_gesture`` and ``ik/set_gesture_effect`` services).
+
+    Attributes:
+        success: Whether the request was accepted.
+        message: What was accepted (and what will move), or why it was refused.
+        body_moved: For a gesture: whether the body will move by the inverse transform (friction and
+            enough support legs now), else only the legs move.
+    """
+
+    success: bool
+    message: str
+    body_moved: bool = False
+
+
+class _Hold(Exception):
+    """A tick that holds the last command (internal): status and reason."""
+
+    def __init__(self, status: WholeBodyStatus, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+
+
+class _Ahead(NamedTuple):
+    """The tick of a reference announced ahead, solved (see :meth:`WholeBodyStage.on_reference_ahead`)."""
+
+    stamp_ns: int
+    times: tuple
+    targets: list  # IKTargets at T and 2T
+    q_init: np.ndarray  # the initial configuration it was solved from (identity)
+    command: np.ndarray  # the previous command its velocities are relative to (identity)
+    first: IKResult
+    second: IKResult
+    positions: list
+    joint_command: JointCommand
+
+    def matches(self, now: int, times, targets: list, q_init: np.ndarray, command: np.ndarray) -> bool:
+        """Whether the tick ``now`` would solve exactly this problem."""
+        return (self.stamp_ns == now and self.times == tuple(times) and self.q_init is q_init
+                and self.command is command and all(a.same_as(b) for a, b in zip(self.targets, targets)))
+
+
+def _stamp(name: str, value) -> int:
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
+        raise InputError(name, value, "integer nanoseconds")
+    return int(value)
+
+
+class WholeBodyStage:
+    """Whole-body IK of the control loop: CoM references + plan + samples -> joint commands (module doc).
+
+    Example:
+        >>> stage = WholeBodyStage(robot)
+        >>> stage.observe(stamp_ns, sample)          # each sensor sample: a standing tick without references
+        >>> stage.set_plan(plan)                     # each plan received
+        >>> command = stage.on_reference(reference)  # each CoM reference: a tick
+    """
+
+    Parameters = WholeBodyStageParameters
+
+    def __init__(self, robot: RobotModel, params: Optional[WholeBodyStageParameters] = None,
+                 log: Optional[Log] = None) -> None:
+        """Create the stage.
+
+        Args:
+            robot: The robot model.
+            params: Parameters (None = defaults).
+            log: Where the stage reports its decisions (None = :func:`default_log` ``whole_body``).
+
+        Raises:
+            ParameterError, JointNotFound: Invalid parameters for this robot.
+        """
+        self.params = params if params is not None else WholeBodyStageParameters()
+        if not isinstance(self.params, WholeBodyStageParameters):
+            raise ParameterError("params", self.params, "a WholeBodyStageParameters")
+        p = self.params
+        self.robot = robot
+        self.log = log if log is not None else default_log("whole_body")
+        self.solver = IKSolver(robot, p.solver)
+        self.joint_names: tuple[str, ...] = p.joint_names or tuple(robot.joint_names)
+        index = {name: i for i, name in enumerate(robot.joint_names)}
+        for name in self.joint_names:
+            if name not in index:
+                raise JointNotFound(name, robot.joint_names)
+        self._model_joints = frozenset(robot.joint_names)
+        self._command_index = np.array([index[name] for name in self.joint_names], dtype=int)
+        model = robot.model
+        plain = all(model.joints[model.getJointId(name)].nq == 1 for name in self.joint_names)
+        # Configuration indices of the commanded joints (None with continuous joints: (cos, sin) in q).
+        self._command_q_index = (np.array([robot.joint_index_q(name) for name in self.joint_names], dtype=int)
+                                 if plain else None)
+        legs = robot.foot_frames
+        prefixes = p.contact_prefixes or (FEET if robot.is_biped else tuple(legs))
+        if len(prefixes) != len(legs):
+            raise ParameterError("contact_prefixes", p.contact_prefixes,
+                                 f"{len(legs)} prefixes, one per leg {list(legs)}")
+        self._contact_prefixes = tuple(prefixes)
+        reference = robot.reference_configuration()
+        self._torso_tilt = yaw_free(robot.frame_pose(reference, robot.torso_frame)[1])
+        self._period_ns = int(round(p.control_period * NS_PER_S))
+        self._timeout_ns = int(round(p.reference_timeout * NS_PER_S))
+        self._outage_ns = int(round(p.sensor_timeout * NS_PER_S))
+        self._feet = {Foot.LEFT: robot.left_foot_frame, Foot.RIGHT: robot.right_foot_frame} \
+            if robot.is_biped else {}
+        self._guard = StampGuard(p.stamps)
+        self._corrector = SupportCorrector(p.support_correction)
+        self._sensor_layouts: dict = {}  # sample joint_names -> (model joints kept, their indices)
+        self._contact_layouts: dict = {}  # sample contact_names -> sensor indices of each leg
+        self.reset()
+
+    def reset(self) -> None:
+        """Back to the state after construction: no model configuration, plan, sample or gesture."""
+        self._guard.reset()
+        self._corrector.reset()
+        self._q: Optional[np.ndarray] = None  # model configuration: the posture commanded for now
+        self._q_ahead: Optional[np.ndarray] = None  # the last tick's solution at 2T: this tick's T
+        self._command: Optional[np.ndarray] = None  # last commanded positions (joint_names order)
+        self._measured_joints: Optional[dict[str, float]] = None
+        self._contacts: Optional[tuple] = None  # latest sample's contact_names and forces
+        self._samples: collections.OrderedDict = collections.OrderedDict()  # stamp [ns] -> (joints, base)
+        self._latest_sample_ns = 0  # stamp of the newest sample [ns]
+        self._grace_until_ns = 0  # no staleness reported before this sensor time [ns] (a walk just started)
+        self._rejecting = ""  # why samples are being rejected (the first of a series), "" if not
+        self._skipping = ""  # why references are being skipped (the first of a series), "" if not
+        self._pending: collections.OrderedDict = collections.OrderedDict()  # plan_id -> WalkPlan
+        self._timeline: Optional[Timeline] = None  # the installed plan, support-corrected
+        self._plan_id: Optional[int] = None
+        self._plan_walking = False
+        self._plan_stamp_ns = 0
+        self._posture_feet_plan: Optional[int] = None  # after an outage: plan whose feet are not used
+        self._standing: Optional[StandingTargets] = None
+        self._effects = dict.fromkeys(self.robot.foot_frames, True)
+        self._gestures: dict[GestureDof, float] = {}  # queued for the next tick
+        self._stance: Optional[tuple] = None
+        self._last_tick_ns: Optional[int] = None
+        self._tick_source = ""  # TickSource value of the last tick
+        self._last_reference_ns: Optional[int] = None
+        self._sample_q: Optional[tuple] = None  # (sample, self._q, its measured configuration): a cache
+        self._pose_targets: Optional[tuple] = None  # (stamp, timeline, times, targets without CoM): prepared
+        self._ahead: Optional[_Ahead] = None  # the tick of a reference announced ahead, solved
+        self._announced: Optional[tuple] = None  # (stamp, times, coms) of the last reference announced
+        self.resyncs = 0  # ticks that re-synchronised the model on a measurement (support changes)
+        self.prepared = 0  # support corrections made on arrival of their sample, ahead of the reference
+        self.ahead_ticks = 0  # ticks that returned the solution of their announced reference
+        self.rejected_samples = 0  # samples (or stamps) rejected
+
+    # ------------------------------------------------------------------ read-only state
+    @property
+    def initialised(self) -> bool:
+        """Whether the model configuration exists (a sensor sample arrived)."""
+        return self._q is not None
+
+    @property
+    def configuration(self) -> Optional[np.ndarray]:
+        """Model configuration (the posture commanded for now), or None before initialisation."""
+        return None if self._q is None else self._q.copy()
+
+    @property
+    def walking(self) -> bool:
+        """Whether a walk is in progress at the last tick."""
+        last = self._last_tick_ns
+        return self._walking_at(None if last is None else self._plan_time(last))
+
+    @property
+    def plan_id(self) -> Optional[int]:
+        """The installed plan's id, or None."""
+        return self._plan_id
+
+    @property
+    def timeline(self) -> Optional[Timeline]:
+        """The installed plan's timeline, support-corrected, or None."""
+        return self._timeline
+
+    @property
+    def tick_source(self) -> str:
+        """What drove the last tick (a :class:`TickSource` value), "" before any."""
+        return self._tick_source
+
+    @property
+    def ahead_command(self) -> Optional[JointCommand]:
+        """The command solved for the reference announced ahead, returned by its tick if it matches."""
+        return None if self._ahead is None else self._ahead.joint_command
+
+    @property
+    def legs(self) -> tuple[str, ...]:
+        """Gesture legs: the robot's foot frames (a leg's index is its position)."""
+        return tuple(self.robot.foot_frames)
+
+    # ------------------------------------------------------------------ inputs
+    def set_plan(self, plan: WalkPlan) -> bool:
+        """Receive a plan (installed now if it is the first one, else when a reference names it).
+
+        Returns:
+            Whether the plan was kept (a non-biped ignores plans; a non-WalkPlan is rejected).
+        """
+        if not isinstance(plan, WalkPlan):
+            self.log.error(f"plan rejected, keeping the previous one: expected a WalkPlan, got "
+                           f"{type(plan).__name__}")
+            return False
+        if not self.robot.is_biped:
+            self.log.warning(f"plan {plan.plan_id} ignored: '{self.robot.name}' is not a biped (no "
+                             "left/right sole frames)")
+            return False
+        self._pending.pop(plan.plan_id, None)
+        self._pending[plan.plan_id] = plan
+        while len(self._pending) > MAX_PENDING_PLANS:
+            self._pending.popitem(last=False)
+        if self._timeline is None:
+            self._install(plan.plan_id)  # the first plan: no reference can be in flight for another one
+        timeline = plan.timeline
+        self.log.info(f"plan {plan.plan_id}: {'walk' if plan.walking else 'stand'}, {len(timeline.steps)} "
+                      f"steps, t_end {timeline.t_end:.3f} s")
+        return True
+
+    def observe(self, stamp_ns: int, sample: SensorSample,
+                steady_ns: Optional[int] = None) -> Optional[JointCommand]:
+        """A sensor sample: a sensor-driven tick (or hold) when one is due without references, else None.
+
+        Args:
+            stamp_ns: The sample's stamp [ns].
+            sample: The sample (joint positions by name; base pose when estimated; contact forces).
+            steady_ns: The steady clock at its arrival [ns] (None in process: only the stamps' order is
+                checked).
+
+        Returns:
+            The command of a sensor-driven tick, or None (no tick, a prepared tick, a rejected sample).
+        """
+        try:
+            stamp_ns = _stamp("stamp_ns", stamp_ns)
+            steady_ns = optional_steady(steady_ns)
+            check_sample(sample)
+            for names, values in (("joint_names", "joint_pos"), ("contact_names", "contact")):
+                n = len(getattr(sample, names))
+                if np.shape(getattr(sample, values)) != (n,):
+                    raise ShapeError(values, np.shape(getattr(sample, values)), (n,))
+            base = sample.base_pose
+            if base is not None and (np.shape(base[0]) != (3,) or np.shape(base[1]) != (4,)):
+                raise ShapeError("base pose", (np.shape(base[0]), np.shape(base[1])), "(3,) and (4,)")
+            joints = self._sample_joints(sample)
+        except WalkMpcError as exc:
+            self.reject(f"sensor sample rejected: {exc}")
+            return None
+        verdict = self._guard.check(stamp_ns, steady_ns)
+        if not verdict.accepted:
+            last = self._guard.last_stamp_ns
+            self.reject(f"sensor sample stamped {stamp_ns / NS_PER_S:.9f} s rejected: {verdict.value} "
+                        f"(last accepted {last / NS_PER_S:.9f} s)")
+            return None
+        if self._rejecting:
+            self.log.info(f"sensor samples accepted again at {stamp_ns / NS_PER_S:.9f} s after: "
+                          f"{self._rejecting}")
+            self._rejecting = ""
+        now = stamp_ns
+        self._measured_joints = joints
+        self._contacts = (sample.contact_names, sample.contact)
+        if verdict is StampVerdict.REANCHORED:
+            self._resume(now, f"sensor stamps re-anchored on a new time base at {now / NS_PER_S:.9f} s")
+        elif self._samples and now - self._latest_sample_ns > self._outage_ns:
+            gap = (now - self._latest_sample_ns) / NS_PER_S
+            self._resume(now, f"sensor samples resumed after {gap:.3f} s without samples (sensor_timeout "
+                         f"{self.params.sensor_timeout} s)")
+        self._samples[now] = (joints, base)
+        self._latest_sample_ns = now
+        while len(self._samples) > MAX_SAMPLES:
+            self._samples.popitem(last=False)
+        self._initialise()
+        stale = self._last_reference_ns is None or now - self._last_reference_ns >= self._timeout_ns
+        due = self._last_tick_ns is None or now - self._last_tick_ns >= self._period_ns * 99 // 100
+        if stale and due:
+            return self._sensor_tick(now)
+        if due:
+            self._prepare_tick(now)
+        return None
+
+    def reject(self, reason: str) -> None:
+        """Report a sample the caller could not use (e.g. it could not convert it): logged once per series
+        of rejections (with the recovery), counted; nothing else changes."""
+        self.rejected_samples += 1
+        if not self._rejecting:
+            self.log.warning(f"{reason}; skipping such samples")
+            self._rejecting = reason
+
+    def on_reference(self, reference: Union[CoMReference, BadReference]) -> Optional[JointCommand]:
+        """A CoM reference: the control tick of its stamp.
+
+        Args:
+            reference: The planner's reference (times T, 2T after its stamp, CoM at those times), or a
+                :class:`BadReference` the caller could not read.
+
+        Returns:
+            The tick's command (a hold with its status on failure: NaN/inf or malformed reference, targets
+            error, IK failure), or None when the reference is skipped (no sample yet, after an outage this
+            stage has not measured, a plan never received).
+        """
+        try:
+            now = _stamp("reference stamp_ns", reference.stamp_ns)
+            plan_id = int(reference.plan_id)
+        except (WalkMpcError, AttributeError, TypeError, ValueError) as exc:
+            self.log.warning(f"reference rejected: {exc}")
+            return None
+        if self._measured_joints is None or self._after_unseen_outage(now):
+            # No measurement yet (e.g. the stage was just restarted and the planner's references came before
+            # the samples), or the references resume after an outage whose end this stage has not measured:
+            # nothing valid to solve from.
+            self._skip("references ignored until their sensor sample")
+            return None
+        try:
+            times, coms = self._reference_targets(reference)
+            if not self._install_plan_of_reference(plan_id):
+                self._skip(f"references for plan {plan_id} skipped: this stage has plan {self._plan_id}")
+                return None
+            self._skipping = ""
+            self._last_reference_ns = now
+            return self._tick(now, times, coms, TickSource.REFERENCE)
+        except _Hold as hold:
+            self._skipping = ""
+            return self._hold(now, hold.status, str(hold), TickSource.REFERENCE)
+
+    def _skip(self, reason: str) -> None:
+        """A reference skipped without a command (not a failure): logged at the first of a series."""
+        if reason != self._skipping:
+            self.log.info(reason)
+            self._skipping = reason
+
+    def on_reference_ahead(self, reference: Union[CoMReference, BadReference]) -> Optional[JointCommand]:
+        """A reference the planner announces ahead of its tick (its solve prepared on the sample before the
+        tick): solved now, while references drive the ticks on the installed plan; the tick returns this
+        command (the same object) when its reference, targets, initial configuration and previous command
+        are exactly these.
+
+        Returns:
+            The command solved ahead, or None (not solved: another plan, no state, sensor-driven ticks,
+            a support change whose re-sync needs the tick's sample, an invalid reference, ...).
+        """
+        self._ahead = self._announced = None
+        if (not self.params.solve_ahead or isinstance(reference, BadReference)
+                or self._tick_source != TickSource.REFERENCE or self._pending or self._q is None
+                or self._measured_joints is None):
+            return None
+        try:
+            now = _stamp("reference stamp_ns", reference.stamp_ns)
+            if self._last_tick_ns is not None and now <= self._last_tick_ns or self._after_unseen_outage(now):
+                return None
+            times, coms = self._reference_targets(reference)
+            plan_id = int(reference.plan_id)
+        except (_Hold, WalkMpcError, AttributeError, TypeError, ValueError):
+            return None
+        if self._plan_id is not None and plan_id != self._plan_id:
+            return None
+        self._announced = (now, tuple(times), coms)
+        self._solve_ahead(now, times, coms, None)
+        return self.ahead_command
+
+    # ------------------------------------------------------------------ gestures
+    def exec_gesture(self, dof: int, value: float) -> GestureReply:
+        """Queue a gesture (seed 003) for the next standing tick: a translation [m] (TX, TY, TZ) or a
+        rotation [rad] (RX, RY, RZ) of the legs with effect. Refused while walking, before the first
+        sample, for an unknown dof or a non-finite value."""
+        reply = self._exec_gesture(dof, value)
+        (self.log.info if reply.success else self.log.warning)(f"exec_gesture: {reply.message}")
+        return reply
+
+    def _exec_gesture(self, dof, value) -> GestureReply:
+        if self.walking:
+            return GestureReply(False, f"refused: walk in progress (plan {self._plan_id}); gestures apply "
+                                "while standing")
+        if not self.initialised:
+            return GestureReply(False, "refused: no state yet (waiting for a sensor sample)")
+        try:
+            dof = GestureDof(int(dof))
+        except (TypeError, ValueError):
+            return GestureReply(False, f"unknown dof {dof}: expected one of "
+                                f"{', '.join(f'{d.name}={int(d)}' for d in GestureDof)}")
+        try:
+            elementary_transform(dof, value)  # validates the value
+            gestures = self._standing_targets().gestures
+        except WalkMpcError as exc:
+            return GestureReply(False, f"gesture {dof.name} {value} rejected: {exc}")
+        value = float(value)
+        self._gestures[dof] = self._gestures.get(dof, 0.0) + value
+        self._set_contacts(gestures)
+        body = "the body will move by the inverse" if gestures.moves_body else "the body stays"
+        queued = ", ".join(f"{d.name} {v:g}" for d, v in sorted(self._gestures.items()))
+        return GestureReply(True, f"{dof.name} {value:g} queued for the next tick ({queued}): legs "
+                            f"{list(gestures.affected_legs)} will move; {body} "
+                            f"({len(gestures.support_legs)} support legs)", gestures.moves_body)
+
+    def set_gesture_effect(self, leg: int, effect: bool) -> GestureReply:
+        """Select whether gestures move leg ``leg`` (index in :attr:`legs`); the selection survives walks."""
+        legs = self.legs
+        if isinstance(leg, bool) or not isinstance(leg, (int, np.integer)) or not 0 <= leg < len(legs):
+            reply = GestureReply(False, f"unknown leg {leg}: legs are "
+                                 f"{', '.join(f'{i}={name}' for i, name in enumerate(legs))}")
+            self.log.warning(f"set_gesture_effect: {reply.message}")
+            return reply
+        name = legs[int(leg)]
+        self._effects[name] = bool(effect)
+        if self._standing is not None:
+            self._standing.gestures.set_gesture_effect(name, bool(effect))
+        reply = GestureReply(True, f"leg {leg} ({name}) gesture effect {'on' if effect else 'off'}")
+        self.log.info(f"set_gesture_effect: {reply.message}")
+        return reply
+
+    def legs_in_contact(self) -> tuple[bool, ...]:
+        """Whether each leg touches the ground in the latest sample: its contact sensors measure at least
+        ``contact_force_threshold`` in total; a leg without sensors (or before any sample) counts as
+        touching."""
+        if self._contacts is None:
+            return (True,) * len(self._contact_prefixes)
+        names, forces = self._contacts
+        layout = self._contact_layouts.get(names)
+        if layout is None:
+            layout = tuple(np.array([i for i, name in enumerate(names) if name.startswith(prefix)], dtype=int)
+                           for prefix in self._contact_prefixes)
+            if len(self._contact_layouts) >= MAX_SAMPLES:
+                self._contact_layouts.clear()
+            self._contact_layouts[names] = layout
+        threshold = self.params.contact_force_threshold
+        return tuple(not len(index) or float(np.sum(forces[index])) >= threshold for index in layout)
+
+    def _set_contacts(self, gestures: GestureController) -> None:
+        for leg, touching in zip(self.robot.foot_frames, self.legs_in_contact()):
+            gestures.set_contact(leg, touching)
+
+    def _apply_gestures(self) -> None:
+        """The gestures queued since the last tick, composed in the seed's order, on the standing targets."""
+        if not self._gestures:
+            return
+        queued, self._gestures = self._gestures, {}
+        gestures = self._standing_targets().gestures
+        self._set_contacts(gestures)
+        result = gestures.exec_gestures(queued)
+        slice_ = ", ".join(f"{d.name} {v:g}" for d, v in sorted(queued.items()))
+        self.log.info(f"gestures {slice_} applied to legs {list(result.moved_legs)}; "
+                      f"{'body moved by the inverse' if result.body_moved else 'body stays'} "
+                      f"({len(result.support_legs)} support legs)")
+
+    # ------------------------------------------------------------------ model and samples
+    def _sample_joints(self, sample: SensorSample) -> dict[str, float]:
+        """Model joints of a sample (first-occurrence order) and their values (the last occurrence, as a
+        dict of the arrays); the layout is computed once per ``joint_names``."""
+        key = sample.joint_names
+        layout = self._sensor_layouts.get(key)
+        if layout is None:
+            last = {name: i for i, name in enumerate(key)}
+            kept = [name for name in dict.fromkeys(key) if name in self._model_joints]
+            layout = (kept, np.array([last[name] for name in kept], dtype=int))
+            if len(self._sensor_layouts) >= MAX_SAMPLES:
+                self._sensor_layouts.clear()
+            self._sensor_layouts[key] = layout
+        kept, index = layout
+        return dict(zip(kept, sample.joint_pos[index].tolist()))
+
+    def _initialise(self) -> None:
+        """The model configuration from the latest measurement, unless it exists."""
+        if self._q is not None:
+            return
+        latest = self._samples[self._latest_sample_ns]
+        q = self._measured_configuration(self.robot.reference_configuration(), latest)
+        self._q = q
+        self._q_ahead = None
+        self._command = self._positions(q)
+        self.log.info("model initialised from the measured configuration")
+
+    def _measured_configuration(self, default: np.ndarray, sample: tuple) -> np.ndarray:
+        """Configuration of a measured sample ``(joints, base)``, the rest from ``default``."""
+        joints, base = sample
+        if base is None:
+            base_position, base_quaternion = default[0:3], default[3:7]
+        else:
+            base_position, base_quaternion = base
+        return self.robot.configuration_from_joints(joints, base_position, base_quaternion, default=default)
+
+    def _sample_configuration(self, sample: tuple) -> np.ndarray:
+        """:meth:`_measured_configuration` of ``sample`` on the current command, computed once per sample
+        and command (a support change needs it for the support correction and the re-sync). Read-only."""
+        cached = self._sample_q
+        if cached is not None and cached[0] is sample and cached[1] is self._q:
+            return cached[2]
+        q = self._measured_configuration(self._q, sample)
+        q.setflags(write=False)
+        self._sample_q = (sample, self._q, q)
+        return q
+
+    def _sample_at(self, ns: int) -> Optional[tuple]:
+        """The measured sample ``(joints, base)`` stamped ``ns``, else the latest one if it is at most one
+        control period older (None otherwise: too old to measure the feet of this tick)."""
+        if ns in self._samples:
+            return self._samples[ns]
+        if self._samples:
+            latest = next(reversed(self._samples))
+            if 0 <= ns - latest <= self._period_ns:
+                return self._samples[latest]
+        return None
+
+    def _measured_sole(self, sample: tuple, foot: Foot, t: float) -> FootPose:
+        """Measured pose of ``foot``'s sole in the sample; without base estimate, the base is placed by a
+        stance sole at its timeline pose (as the planner does)."""
+        q = self._sample_configuration(sample)
+        joints = self.robot.joint_positions(q)
+        anchor = None
+        if sample[1] is None:
+            previous = None if self._stance is None else tuple(Foot(i) for i in self._stance)
+            stance = anchor_foot(self._timeline, t, previous)
+            anchor = (self._feet[stance], self._timeline.phase_at(t).foot(stance))
+        measured = estimate_state(self.robot, list(joints), list(joints.values()), sample[1], anchor)
+        return measured.sole(foot)
+
+    def _resume(self, now: int, why: str) -> None:
+        """Samples resume at ``now`` after an outage (or on a new time base): forget the state built on the
+        samples before, so that this sample restarts the stage as the first one did. The references get
+        ``reference_timeout`` to come again before a walk reports them stale."""
+        self._q = None
+        self._q_ahead = None
+        self._standing = None
+        self._gestures = {}
+        self._stance = None
+        self._samples.clear()
+        self._sample_q = None
+        self._pose_targets = None
+        self._ahead = None
+        self._announced = None
+        self._last_reference_ns = None
+        self._last_tick_ns = None
+        self._grace_until_ns = now + self._timeout_ns
+        self._posture_feet_plan = self._plan_id
+        self.log.warning(f"{why}: restarting from the measured configuration")
+
+    def _after_unseen_outage(self, now: int) -> bool:
+        """Whether a reference stamped ``now`` follows the previous one after an outage (stamps more than
+        ``sensor_timeout`` apart) while this stage has no sample of that time yet."""
+        last = self._last_reference_ns
+        return (last is not None and now - last > self._outage_ns
+                and now - self._latest_sample_ns > self._outage_ns)
+
+    def _positions(self, q: np.ndarray) -> np.ndarray:
+        if self._command_q_index is not None:
+            return np.asarray(q, dtype=float)[self._command_q_index]
+        return self.robot.actuated_positions(q)[self._command_index]
+
+    # ------------------------------------------------------------------ plans
+    def _install(self, plan_id: int) -> None:
+        """Install the received plan ``plan_id`` (and forget the older ones)."""
+        while self._pending:
+            pending_id, plan = self._pending.popitem(last=False)
+            if pending_id == plan_id:
+                break
+        changed = plan.plan_id != self._plan_id
+        if changed and plan.walking and not self._plan_walking:
+            # A walk starts: the planner's references for it get reference_timeout to arrive before the stage
+            # reports them stale (after a restart, discovery of the planner can lag the latched plan).
+            self._grace_until_ns = self._latest_sample_ns + self._timeout_ns
+        self._timeline = self._corrector.set_plan(plan.timeline)
+        self._plan_id = plan.plan_id
+        self._plan_walking = plan.walking
+        self._plan_stamp_ns = plan.stamp_ns
+        if changed:
+            self._standing = None  # rebuilt from this plan's feet when standing
+
+    def _install_plan_of_reference(self, plan_id: int) -> bool:
+        """Install the plan a reference names, if received. False for a plan never received while the stage
+        has one: the reference is in flight across a restart or a plan change, not a failure."""
+        if plan_id in self._pending:
+            self._install(plan_id)
+        return self._plan_id is None or plan_id == self._plan_id
+
+    def _plan_time(self, ns: int) -> Optional[float]:
+        """Time [s] of the timeline at stamp ``ns``, or None without a plan."""
+        if self._timeline is None:
+            return None
+        return (ns - self._plan_stamp_ns) * 1e-9
+
+    def _walking_at(self, t: Optional[float]) -> bool:
+        """Whether a walk is in progress at plan time ``t`` (unknown time: while the plan walks)."""
+        if self._timeline is None or not self._plan_walking:
+            return False
+        return t is None or t < self._timeline.t_end
+
+    def _walking_stance(self, t: float) -> tuple[int, ...]:
+        """Indices of the stance feet of the timeline at plan time ``t``, sorted."""
+        return tuple(sorted(int(foot) for foot in self._timeline.phase_at(t).stance_feet))
+
+    def _standing_targets(self) -> StandingTargets:
+        """Standing targets, built when missing from the model configuration (the current posture).
+
+        With CoM references (reference-driven ticks) a biped's feet are the plan's final feet; for
+        sensor-driven ticks, which hold the body where the posture has it, the feet are the posture's.
+        """
+        if self._standing is None:
+            planned = None
+            if (self._timeline is not None and self.robot.is_biped and self._tick_source != TickSource.SENSOR
+                    and self._plan_id != self._posture_feet_plan):
+                final = self._timeline.phases[-1]
+                planned = {self.robot.left_foot_frame: pose_matrix(final.left.position, final.left.yaw),
+                           self.robot.right_foot_frame: pose_matrix(final.right.position, final.right.yaw)}
+            self._standing = StandingTargets.from_configuration(self.robot, self._q, self.params.gesture,
+                                                                foot_poses=planned)
+            for leg, effect in self._effects.items():
+                self._standing.gestures.set_gesture_effect(leg, effect)
+        return self._standing
+
+    # ------------------------------------------------------------------ ticks
+    @staticmethod
+    def _reference_targets(reference: Union[CoMReference, BadReference]) -> tuple[list[float], list]:
+        """Times [s] and CoM [m] of a reference, validated; raises _Hold (BAD_REFERENCE) otherwise."""
+        if isinstance(reference, BadReference):
+            raise _Hold(WholeBodyStatus.BAD_REFERENCE, f"reference rejected: {reference.reason}")
+        if not isinstance(reference, CoMReference):
+            raise _Hold(WholeBodyStatus.BAD_REFERENCE, f"reference rejected: expected a CoMReference, got "
+                        f"{type(reference).__name__}")
+        try:
+            reference.check()
+        except InputError as exc:
+            raise _Hold(WholeBodyStatus.BAD_REFERENCE, f"reference rejected: {exc}") from None
+        return list(reference.times), [reference.com_position[0], reference.com_position[1]]
+
+    def _sensor_tick(self, now: int) -> Optional[JointCommand]:
+        if self._pending:
+            self._install(next(reversed(self._pending)))  # no references: the newest plan
+        t = self._plan_time(now)
+        times = [self.params.control_period, 2.0 * self.params.control_period]
+        try:
+            if self._walking_at(t):
+                if now < self._grace_until_ns:
+                    return None  # a walk just started: its first references are on their way
+                raise _Hold(WholeBodyStatus.REFERENCE_STALE, f"no CoM reference for "
+                            f"{self.params.reference_timeout} s during a walk")
+            return self._tick(now, times, [None, None], TickSource.SENSOR)
+        except _Hold as hold:
+            return self._hold(now, hold.status, str(hold), TickSource.SENSOR)
+
+    def _prepare_tick(self, now: int) -> None:
+        """Work of the coming reference tick of sample ``now`` that needs no reference, done on arrival of
+        the sample while the planner computes that reference: at a lift-off the support correction, at a
+        support change the measured configuration of the re-sync, and the walking targets at T and 2T but
+        their CoM. :meth:`_tick` then finds them done (the correction is decided once per phase change, so
+        it is not made twice). Skipped while a received plan waits for its first reference (the reference
+        may install it). Errors are left to the tick, which makes the same calls and reports them."""
+        if self._pending or self._timeline is None or self._last_reference_ns is None:
+            return
+        t = self._plan_time(now)
+        if not self._walking_at(t):
+            return
+        sample = self._samples[now]
+        if self._correct_support(t, sample):
+            self.prepared += 1
+        times = (self.params.control_period, 2.0 * self.params.control_period)
+        try:
+            if self._stance is not None and self._walking_stance(t) != self._stance:
+                self._sample_configuration(sample)
+            targets = [walk_pose_targets(self._timeline, t + dt, self._torso_tilt) for dt in times]
+        except WalkMpcError:
+            return
+        self._pose_targets = (now, self._timeline, times, targets)
+        announced = self._announced
+        if announced is not None and announced[0] == now:
+            # The sample may change what the announced reference's tick solves (a support correction moves
+            # a target, a support change re-syncs): then solve it again now, still ahead of the reference.
+            self._solve_ahead(now, announced[1], announced[2], sample)
+
+    def _tick(self, now: int, times: list[float], coms: list, source: TickSource) -> JointCommand:
+        """Targets at now + T and now + 2T, two solutions, the command; raises _Hold on failure.
+
+        Sensor-driven ticks (``coms`` None) hold the body frame instead of a CoM; when they take over from
+        reference-driven ticks the standing targets restart from the current posture, so the body is held
+        where it is (gestures so far are in that posture already).
+        """
+        if source == TickSource.SENSOR and self._tick_source != TickSource.SENSOR:
+            self._standing = None
+            self._q_ahead = None  # hold the posture commanded now, not the one planned for later
+        if source != self._tick_source:  # the reference stream started, stopped or resumed
+            self.log.info("ticking on the CoM references" if source == TickSource.REFERENCE else
+                          "ticking on the sensor samples (no CoM reference for "
+                          f"{self.params.reference_timeout} s): holding the posture")
+        self._tick_source = source.value
+        t = self._plan_time(now)
+        sample = self._sample_at(now)
+        walking = self._walking_at(t)
+        if walking:
+            self._standing = None
+            if sample is not None:
+                self._correct_support(t, sample)
+            if self._gestures:
+                self.log.warning(f"queued gestures {sorted(d.name for d in self._gestures)} dropped: a walk "
+                                 "started")
+                self._gestures = {}
+        try:
+            if not walking:
+                self._apply_gestures()
+            targets, stance, q_init, resync = self._problem(now, times, coms, sample)
+        except WalkMpcError as exc:
+            raise _Hold(WholeBodyStatus.TARGETS_ERROR, f"cannot build the IK targets: {exc}") from None
+        self.resyncs += resync
+        self._stance = stance
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and ahead.matches(now, times, targets, q_init, self._command):
+            first, second, positions = ahead.first, ahead.second, ahead.positions
+            command = ahead.joint_command
+            self.ahead_ticks += 1
+        else:
+            first, second = self._solve(targets, q_init)
+            positions, command = self._command_of(now, times, first, second, source)
+        self._q = np.array(first.q)
+        self._q_ahead = np.array(second.q)
+        self._command = positions[0]
+        self._last_tick_ns = now
+        return command
+
+    def _problem(self, now: int, times, coms: list, sample: Optional[tuple], latest: bool = True) -> tuple:
+        """What the tick ``now`` solves (after its support correction): the targets at T and 2T, the stance
+        feet, the initial configuration, and whether that is a re-sync (a support change: seed 001). A
+        re-sync without ``sample`` uses the latest one, or with ``latest`` false gives no initial
+        configuration (None). Raises WalkMpcError when the targets cannot be built."""
+        t = self._plan_time(now)
+        if self._walking_at(t):
+            prepared = self._pose_targets
+            if (prepared is not None and prepared[0] == now and prepared[1] is self._timeline
+                    and prepared[2] == tuple(times)):  # built on arrival of the sample
+                targets = [with_com(pose, com) for pose, com in zip(prepared[3], coms)]
+            else:
+                targets = [walk_targets(self._timeline, t + dt, com, self._torso_tilt)
+                           for dt, com in zip(times, coms)]
+            stance = self._walking_stance(t)
+        else:
+            standing = self._standing_targets()
+            targets = [standing.targets(com_position=com) for com in coms]
+            stance = tuple(range(len(self.robot.foot_frames)))  # every foot on the ground
+        # Initial guess: the last tick's solution at 2T, the posture planned for this tick's T (0-1
+        # Gauss-Newton steps instead of 2 while walking); the measured configuration at a support change.
+        q_init = self._q if self._q_ahead is None else self._q_ahead
+        resync = self._stance is not None and stance != self._stance and self._measured_joints is not None
+        if resync:
+            if sample is not None:
+                q_init = self._sample_configuration(sample)
+            elif latest:
+                q_init = self._measured_configuration(self._q, self._samples[self._latest_sample_ns])
+            else:
+                q_init = None
+        return targets, stance, q_init, resync
+
+    def _solve_ahead(self, now: int, times, coms: list, sample: Optional[tuple]) -> None:
+        """Solve the tick ``now`` for an announced reference ``(times, coms)`` and keep it for the tick
+        (:class:`_Ahead`), unless the kept one is that very problem already; with ``sample`` None, not at a
+        support change (its re-sync needs the tick's sample)."""
+        ahead, self._ahead = self._ahead, None
+        try:
+            targets, _, q_init, _ = self._problem(now, times, coms, sample, latest=False)
+            if q_init is None:
+                return
+            if ahead is not None and ahead.matches(now, times, targets, q_init, self._command):
+                self._ahead = ahead
+                return
+            first, second = self._solve(targets, q_init)
+        except (_Hold, WalkMpcError):
+            return  # the tick meets the same problem and reports it
+        positions, command = self._command_of(now, times, first, second, TickSource.REFERENCE)
+        self._ahead = _Ahead(now, tuple(times), targets, q_init, self._command, first, second, positions,
+                             command)
+
+    def _command_of(self, now: int, times, first: IKResult, second: IKResult,
+                    source: TickSource) -> tuple[list, JointCommand]:
+        """Commanded positions at T and 2T and the command of the tick ``now`` (velocities relative to the
+        previous command)."""
+        positions = [self._positions(first.q), self._positions(second.q)]
+        previous = self._command
+        velocities = [(positions[1] - previous) / times[1],
+                      (positions[1] - positions[0]) / (times[1] - times[0])]
+        return positions, JointCommand(now, tuple(times), positions, velocities, WholeBodyStatus.OK,
+                                       source.value, first.solve_time + second.solve_time)
+
+    def _correct_support(self, t: float, sample: tuple) -> bool:
+        """The shared support-foot correction policy on this tick's sample; True if it corrected."""
+        try:
+            correction = self._corrector.observe(t, lambda foot: self._measured_sole(sample, foot, t))
+        except WalkMpcError as exc:  # a sample that cannot be measured: the plan is kept this step
+            self.log.warning(f"support correction skipped at t = {t:.3f} s: {exc}")
+            return False
+        if correction is None or not correction.applied:
+            return False
+        self._timeline = self._corrector.timeline
+        self.log.debug(f"{correction.foot.name.lower()} sole of step {correction.step_index} measured "
+                       f"{1e3 * correction.position_error:.2f} mm from its plan at t = {t:.3f} s")
+        return True
+
+    def _solve(self, targets: list[IKTargets], q_init: np.ndarray) -> tuple[IKResult, IKResult]:
+        try:
+            first, second = self.solver.solve_two(targets[0], targets[1], q_init)
+        except WalkMpcError as exc:
+            raise _Hold(WholeBodyStatus.TARGETS_ERROR, f"IK rejected its inputs: {exc}") from None
+        for which, result in (("T", first), ("2T", second)):
+            if not result.success:
+                worst = max(result.residuals.items(), key=lambda item: item[1], default=("", 0.0))
+                raise _Hold(WholeBodyStatus.IK_FAILED,
+                            f"IK solution at {which} failed ({result.message}, {result.iterations} "
+                            f"iterations, largest residual {worst[0]} {worst[1]:.3g})")
+        return first, second
+
+    def _hold(self, now: int, status: WholeBodyStatus, reason: str, source: TickSource) -> JointCommand:
+        """The last command held (no jump) with ``status`` and ``reason`` (logged)."""
+        self.log.warning(f"holding the last command: {reason}")
+        period = self.params.control_period
+        held = self._command
+        zero = np.zeros_like(held)
+        self._last_tick_ns = now
+        return JointCommand(now, (period, 2.0 * period), [held, held], [zero, zero], status, source.value,
+                            0.0, reason)
+
+
+__all__ = ["MAX_PENDING_PLANS", "MAX_SAMPLES", "BadReference", "GestureReply", "TickSource", "WholeBodyStage",
+           "WholeBodyStageParameters"]
