@@ -116,6 +116,37 @@ def test_joint_trajectory_moves_a_joint_and_unknown_joints_are_rejected(start_no
     assert "no_such_joint" in sim.output()
 
 
+def test_commands_stamped_far_from_the_simulated_time_are_rejected_and_a_present_one_acts(start_node, probe):
+    """Issue 16: a JointTrajectory stamped 2147483647 s (or long past, whose points would all be past: a jump)
+    is rejected with a log line naming the stamp; a command for the present still moves the joint."""
+    from builtin_interfaces.msg import Duration
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    sim = start_sim(start_node, probe)
+    probe.spin_until(lambda: len(probe.samples) >= 2, "a first sample", sim)
+    name = "arm_left_4_joint"
+    index = list(probe.samples[-1].joint_names).index(name)
+    q0 = probe.samples[-1].joint_pos[index]
+
+    def command(positions, stamp_ns):
+        msg = JointTrajectory(joint_names=[name])
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
+        msg.points = [JointTrajectoryPoint(positions=positions, time_from_start=Duration(nanosec=20_000_000))]
+        probe.trajectory_pub.publish(msg)
+
+    now = stamp_ns(probe.samples[-1])
+    command([q0 - 0.4], 2147483647 * 1_000_000_000)
+    command([q0 - 0.4], now - 60 * 1_000_000_000)
+    probe.spin_until(lambda: sim.output().count("joint_trajectory command rejected") >= 1
+                     and "of the simulated time" in sim.output(), "the rejections", sim)
+    count = len(probe.samples)
+    probe.spin_until(lambda: len(probe.samples) >= count + 20, "20 more samples", sim)
+    assert abs(probe.samples[-1].joint_pos[index] - q0) < 1e-6  # neither moved the joint
+    command([q0 - 0.2], stamp_ns(probe.samples[-1]))
+    probe.spin_until(lambda: abs(probe.samples[-1].joint_pos[index] - (q0 - 0.2)) < 1e-3, "the joint to move",
+                     sim)
+
+
 def test_a_command_stamped_with_a_sample_reports_its_round_trip_once(start_node, probe):
     from builtin_interfaces.msg import Duration
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint

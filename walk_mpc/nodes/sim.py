@@ -48,7 +48,7 @@ from trajectory_msgs.msg import JointTrajectory
 from walk_mpc.core.errors import ConfigError, InputError, ParameterError, WalkMpcError
 from walk_mpc.core.params import check_choice, check_positive
 from walk_mpc.core.sim import BACKENDS, create_backend
-from walk_mpc.core.sim.backend import JointTrajectoryCommand, SensorSample, SimBackend
+from walk_mpc.core.sim.backend import JointTrajectoryCommand, SensorSample, SimBackend, check_command_stamp
 from walk_mpc.core.sim.kinematic import KinematicSim
 from walk_mpc.core.sim.mujoco import MujocoSim, MujocoWheelSim
 from walk_mpc.core.sim.wheels import WheelPlant
@@ -94,6 +94,8 @@ class SimNodeParameters:
         kinematic: Plant parameters of a legged robot (kinematic and MuJoCo backends).
         wheels: Plant parameters of a wheeled robot.
         mujoco: Physics parameters of the MuJoCo backend (gains, timestep, feed-forward, wheels, lift).
+        command_max_age: A JointTrajectory stamped more than this before the simulated time is rejected [s].
+        command_max_lead: A JointTrajectory stamped more than this after the simulated time is rejected [s].
     """
 
     backend: str = "kinematic"
@@ -109,8 +111,12 @@ class SimNodeParameters:
     kinematic: KinematicSim.Parameters = dataclasses.field(default_factory=KinematicSim.Parameters)
     wheels: WheelPlant.Parameters = dataclasses.field(default_factory=WheelPlant.Parameters)
     mujoco: MujocoSim.Parameters = dataclasses.field(default_factory=MujocoSim.Parameters)
+    command_max_age: float = 0.5
+    command_max_lead: float = 0.5
 
     def __post_init__(self) -> None:
+        check_positive("command_max_age", self.command_max_age)
+        check_positive("command_max_lead", self.command_max_lead)
         check_choice("backend", self.backend, sorted(BACKENDS))
         check_choice("robot_type", self.robot_type, ROBOT_TYPES)
         check_positive("real_time_factor", self.real_time_factor)
@@ -269,6 +275,8 @@ class SimNode(GraphNode):
                 stamp=None if stamp_ns == 0 else self.sim_time_of(stamp_ns),
                 velocities=velocities if all(len(v) == len(msg.joint_names) for v in velocities) else None,
             )
+            check_command_stamp(command, self.backend.time, self.params.command_max_age,
+                                self.params.command_max_lead)
             self.backend.set_trajectory(command)
         except WalkMpcError as exc:
             self._reject("joint_trajectory", exc)

@@ -124,6 +124,20 @@ class JointTrajectoryCommand:
             object.__setattr__(self, "stamp", float(self.stamp))
 
 
+def check_command_stamp(command: JointTrajectoryCommand, now: float, max_age: float, max_lead: float) -> None:
+    """Raise :class:`InputError` unless ``command``'s stamp is plausible at simulated time ``now`` [s].
+
+    A command is for the near present: stamped at most ``max_age`` [s] before ``now`` (older: its points
+    are all past and the servo would jump to the last one) and at most ``max_lead`` [s] after it (a stamp
+    far ahead would stretch the interpolation over hours). A command without stamp (None) is for now.
+    """
+    if command.stamp is None:
+        return
+    if not now - max_age <= command.stamp <= now + max_lead:
+        raise InputError("stamp", command.stamp, f"a time within [-{max_age}, +{max_lead}] s of the "
+                         f"simulated time {now:.3f} s (a command for the present)")
+
+
 class JointServo:
     """Position servos of a set of joints: trajectory setpoints, a pure latency, then a first-order lag.
 
@@ -415,6 +429,7 @@ def check_dt(dt: float | None, default: float) -> float:
 
 
 __all__ = [
+    "check_command_stamp",
     "GRAVITY",
     "JointServo",
     "JointTrajectoryCommand",
