@@ -8,6 +8,7 @@ from mpc_problems import WALKS, walk_timeline
 from scipy.spatial import ConvexHull
 
 from walk_mpc.core.errors import InputError, ParameterError, ShapeError
+from walk_mpc.core.mpc import preview as mpc_preview
 from walk_mpc.core.mpc.preview import Preview, PreviewBuilder, SoleParameters, double_support_box
 from walk_mpc.core.walk.step import Foot, Step
 from walk_mpc.core.walk.timeline import FootPose, GaitTiming, PhaseKind, Timeline
@@ -231,3 +232,31 @@ def test_built_windows_pass_the_preview_validation_and_share_the_owner_grid():
     builder.durations = np.array([0.02, 0.04, -0.04])  # checked at the next build
     with pytest.raises(InputError):
         builder.build(0.0)
+
+
+@pytest.mark.parametrize("window", ["kernel", "numpy"])
+def test_trusted_windows_are_bit_identical_to_checked_previews_of_the_reference_sampling(window, monkeypatch):
+    """build() hands its arrays to Preview without the checks (trusted path). Its windows, from the
+    compiled loop or the numpy implementation, are the checked Preview of the interval-by-interval
+    sampling, bit for bit, with the checked path's array properties (read-only, C-contiguous float64)."""
+    if window == "numpy":
+        monkeypatch.setattr(mpc_preview, "USE_KERNEL", False)
+    rng = np.random.default_rng(5)
+    for _ in range(40):
+        timeline = _random_timeline(rng)
+        period = rng.uniform(0.01, 0.1)
+        builder = PreviewBuilder(timeline, SoleParameters(), period, int(rng.integers(1, 60)),
+                                 first_interval=rng.uniform(0.001, period))
+        if window == "kernel" and not builder.accelerated:
+            pytest.skip("numba not installed")
+        assert builder.accelerated == (window == "kernel")
+        for t in rng.uniform(timeline.t0 - 1.0, timeline.t_end + 1.0, 12):
+            fast = builder.build(float(t))
+            checked = Preview(builder.durations, *_reference_window(builder, float(t)), t_start=float(t))
+            assert fast.t_start == checked.t_start and fast.durations is builder.durations
+            for name in ("durations", "angles", "lower", "upper", "zmp_ref"):
+                a, b = getattr(fast, name), getattr(checked, name)
+                assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes(), name
+                assert not a.flags.writeable and a.flags.c_contiguous, name
+    with pytest.raises(InputError):
+        builder.build(math.inf)

@@ -44,6 +44,10 @@ from walk_mpc.core.walk.timeline import FootPose, Phase, PhaseKind, Timeline
 _SAMPLE_EPS = 1e-9  # [s] sample just after the interval end (see module docstring)
 _ANGLE_SNAP = 1e-9  # [rad] angles this close are made equal
 
+#: Sample windows with the compiled (numba) loop :func:`_window` when numba is installed (tests switch it
+#: off to exercise the numpy implementation; both give the same windows bit for bit).
+USE_KERNEL = True
+
 
 @dataclasses.dataclass(frozen=True)
 class SoleParameters:
@@ -77,21 +81,31 @@ class SoleParameters:
 
     def centre(self, pose: FootPose) -> np.ndarray:
         """Sole centre in the world frame [m], shape (2,)."""
-        c, s = math.cos(pose.yaw), math.sin(pose.yaw)
-        ox, oy = 0.5 * (self.front - self.back), 0.5 * (self.left - self.right)
-        return np.array([pose.position[0] + c * ox - s * oy, pose.position[1] + s * ox + c * oy])
+        return np.array(_centre(self, pose))
 
     def box(self, pose: FootPose) -> Tuple[float, np.ndarray, np.ndarray]:
         """Sole rectangle as ``(angle, lower, upper)`` with ``lower <= R(angle)^T z <= upper``."""
-        c, s = math.cos(pose.yaw), math.sin(pose.yaw)
-        px, py = pose.position[0], pose.position[1]
-        local = np.array([c * px + s * py, -s * px + c * py])
-        return pose.yaw, local - (self.back, self.right), local + (self.front, self.left)
+        angle, lower_x, lower_y, upper_x, upper_y = _box(self, pose)
+        return angle, np.array([lower_x, lower_y]), np.array([upper_x, upper_y])
 
 
-def _rot(angle: float) -> np.ndarray:
-    c, s = math.cos(angle), math.sin(angle)
-    return np.array([[c, -s], [s, c]])
+# The geometry below is computed on floats (no small numpy arrays: a phase's box and references cost a
+# few microseconds, paid in the tick whose window first reaches the phase); the operations are those of
+# the 2-vector expressions they stand for (``R^T v`` as ``(c v_x + s v_y, -s v_x + c v_y)``), so the
+# results are the same bit for bit.
+def _centre(sole: SoleParameters, pose: FootPose) -> Tuple[float, float]:
+    """Sole centre in the world frame [m]."""
+    c, s = math.cos(pose.yaw), math.sin(pose.yaw)
+    ox, oy = 0.5 * (sole.front - sole.back), 0.5 * (sole.left - sole.right)
+    return pose.position[0] + c * ox - s * oy, pose.position[1] + s * ox + c * oy
+
+
+def _box(sole: SoleParameters, pose: FootPose) -> Tuple[float, float, float, float, float]:
+    """Sole rectangle as ``(angle, lower x, lower y, upper x, upper y)``."""
+    c, s = math.cos(pose.yaw), math.sin(pose.yaw)
+    px, py = pose.position[0], pose.position[1]
+    local_x, local_y = c * px + s * py, -s * px + c * py
+    return pose.yaw, local_x - sole.back, local_y - sole.right, local_x + sole.front, local_y + sole.left
 
 
 def _wrap(angle: float) -> float:
@@ -106,62 +120,74 @@ def double_support_box(
     The box lies inside the convex hull of both sole rectangles and contains the segment between
     their centres.
     """
-    ca, cb = sole.centre(pose_a), sole.centre(pose_b)
+    angle, lower_x, lower_y, upper_x, upper_y = _double_support_box(pose_a, pose_b, sole)
+    return angle, np.array([lower_x, lower_y]), np.array([upper_x, upper_y])
+
+
+def _double_support_box(pose_a: FootPose, pose_b: FootPose,
+                        sole: SoleParameters) -> Tuple[float, float, float, float, float]:
+    """:func:`double_support_box` as ``(angle, lower x, lower y, upper x, upper y)``."""
+    ca_x, ca_y = _centre(sole, pose_a)
+    cb_x, cb_y = _centre(sole, pose_b)
     hl, hw = sole.half_length, sole.half_width
-    d = cb - ca
-    length = float(np.hypot(d[0], d[1]))
+    d_x, d_y = cb_x - ca_x, cb_y - ca_y
+    length = float(np.hypot(d_x, d_y))  # (not math.hypot: it rounds differently)
     if length < 1e-9:
-        return sole.box(pose_a)
-    mean_yaw = pose_a.yaw + 0.5 * _wrap(pose_b.yaw - pose_a.yaw)
-    candidates = []
-    if abs(_wrap(pose_b.yaw - pose_a.yaw)) < _ANGLE_SNAP:
+        return _box(sole, pose_a)
+    yaw_a, yaw_b = pose_a.yaw, pose_b.yaw
+    mean_yaw = yaw_a + 0.5 * _wrap(yaw_b - yaw_a)
+    candidate = None
+    if abs(_wrap(yaw_b - yaw_a)) < _ANGLE_SNAP:
         # Same orientation: hull = segment (+) sole, box = bbox(segment) (+) kappa * sole.
-        rot = _rot(pose_a.yaw)
-        la, lb = rot.T @ ca, rot.T @ cb
-        dx, dy = abs(lb[0] - la[0]), abs(lb[1] - la[1])
+        c, s = math.cos(yaw_a), math.sin(yaw_a)
+        la_x, la_y = c * ca_x + s * ca_y, -s * ca_x + c * ca_y
+        lb_x, lb_y = c * cb_x + s * cb_y, -s * cb_x + c * cb_y
+        dx, dy = abs(lb_x - la_x), abs(lb_y - la_y)
         if dx < 1e-12 or dy < 1e-12:
             kappa = 1.0
         else:
             kappa = 1.0 - 1.0 / (hl / dx + hw / dy)
         if kappa >= 0.0:
-            lo = np.minimum(la, lb) - kappa * np.array([hl, hw])
-            hi = np.maximum(la, lb) + kappa * np.array([hl, hw])
-            area = float(np.prod(hi - lo))
-            candidates.append((area, (pose_a.yaw, lo, hi)))
+            lo_x, lo_y = min(la_x, lb_x) - kappa * hl, min(la_y, lb_y) - kappa * hw
+            hi_x, hi_y = max(la_x, lb_x) + kappa * hl, max(la_y, lb_y) + kappa * hw
+            candidate = ((hi_x - lo_x) * (hi_y - lo_y), (yaw_a, lo_x, lo_y, hi_x, hi_y))
     # Segment-aligned box.
-    u = d / length
-    n = np.array([-u[1], u[0]])
-    half = np.array([hl, hw])
+    u_x, u_y = d_x / length, d_y / length
+    n_x, n_y = -u_y, u_x
     width = math.inf
-    for pose in (pose_a, pose_b):
-        beta = np.abs(_rot(pose.yaw).T @ n)
-        for k in range(2):
-            if beta[k] > 1e-12:
-                width = min(width, half[k] / beta[k])
+    for yaw in (yaw_a, yaw_b):
+        c, s = math.cos(yaw), math.sin(yaw)
+        beta_x, beta_y = abs(c * n_x + s * n_y), abs(-s * n_x + c * n_y)
+        if beta_x > 1e-12:
+            width = min(width, hl / beta_x)
+        if beta_y > 1e-12:
+            width = min(width, hw / beta_y)
     ext = []
-    for pose in (pose_a, pose_b):
-        rt = _rot(pose.yaw).T
-        alpha, beta = np.abs(rt @ u), np.abs(rt @ n)
+    for yaw in (yaw_a, yaw_b):
+        c, s = math.cos(yaw), math.sin(yaw)
+        alpha_x, alpha_y = abs(c * u_x + s * u_y), abs(-s * u_x + c * u_y)
+        beta_x, beta_y = abs(c * n_x + s * n_y), abs(-s * n_x + c * n_y)
         e = math.inf
-        for k in range(2):
-            if alpha[k] > 1e-12:
-                e = min(e, max(0.0, (half[k] - width * beta[k]) / alpha[k]))
+        if alpha_x > 1e-12:
+            e = min(e, max(0.0, (hl - width * beta_x) / alpha_x))
+        if alpha_y > 1e-12:
+            e = min(e, max(0.0, (hw - width * beta_y) / alpha_y))
         ext.append(0.0 if math.isinf(e) else e)
-    angle = math.atan2(u[1], u[0])
+    angle = math.atan2(u_y, u_x)
     hu, hn = 0.5 * (length + ext[0] + ext[1]), width
-    centre = ca - ext[0] * u + u * hu
+    centre_x = ca_x - ext[0] * u_x + u_x * hu
+    centre_y = ca_y - ext[0] * u_y + u_y * hu
     k = round((mean_yaw - angle) / (0.5 * math.pi))
     angle += k * 0.5 * math.pi
     if k % 2:
         hu, hn = hn, hu
     if abs(_wrap(angle - mean_yaw)) < _ANGLE_SNAP:
         angle = mean_yaw
-    local = _rot(angle).T @ centre
-    seg_box = (angle, local - (hu, hn), local + (hu, hn))
-    seg_area = 4.0 * hu * hn
-    if candidates and candidates[0][0] >= 0.5 * seg_area:
-        return candidates[0][1]
-    return seg_box
+    c, s = math.cos(angle), math.sin(angle)
+    local_x, local_y = c * centre_x + s * centre_y, -s * centre_x + c * centre_y
+    if candidate is not None and candidate[0] >= 0.5 * (4.0 * hu * hn):
+        return candidate[1]
+    return angle, local_x - hu, local_y - hn, local_x + hu, local_y + hn
 
 
 @dataclasses.dataclass(frozen=True)
@@ -208,8 +234,13 @@ class Preview:
         """Preview of arrays the caller guarantees valid (read-only, C-contiguous, finite float64 of
         the right shapes, durations > 0, finite ``t_start``), without the checks (internal hot path)."""
         preview = object.__new__(cls)
-        preview.__dict__.update(durations=durations, angles=angles, lower=lower, upper=upper, zmp_ref=zmp_ref,
-                                t_start=t_start)
+        fields = preview.__dict__
+        fields["durations"] = durations
+        fields["angles"] = angles
+        fields["lower"] = lower
+        fields["upper"] = upper
+        fields["zmp_ref"] = zmp_ref
+        fields["t_start"] = t_start
         return preview
 
     @property
@@ -279,10 +310,12 @@ class PreviewBuilder:
     """Samples a :class:`Timeline` into :class:`Preview` windows.
 
     Each phase's support box and ZMP reference end points are computed once, the first time a window
-    reaches the phase, and kept in per-phase arrays; a window is then a vectorised lookup: the phase
-    of every sample time (one ``searchsorted``), a gather of the boxes, and the interpolation of the
-    references. The results are bit-identical to sampling :meth:`zmp_reference` and the boxes
-    interval by interval.
+    reaches the phase, and kept in a per-phase table; a window is then a lookup: the phase of every
+    sample time, a gather of the boxes, and the interpolation of the references. With numba this is one
+    compiled loop writing the window's arrays in a single buffer (numpy otherwise: a ``searchsorted``
+    and a few vectorised gathers). The results are bit-identical to sampling :meth:`zmp_reference` and
+    the boxes interval by interval, and the arrays, built here, go into the :class:`Preview` without its
+    checks (trusted path); the grid ``durations`` is checked once per array.
 
     Args:
         timeline: The gait timeline.
@@ -311,41 +344,52 @@ class PreviewBuilder:
         self.durations.flags.writeable = False
         self._checked_durations = self.durations
         self._offsets = np.cumsum(self.durations)
+        self._rows = horizon, (horizon + 1) // 2  # window rows (see build)
         phases = timeline.phases
         count = len(phases)
-        self._starts = np.array([phase.t_start for phase in phases])
-        self._lengths = np.array([phase.t_end for phase in phases]) - self._starts  # inf for STAND
-        self._interpolated = np.array([phase.kind in (PhaseKind.SWAY, PhaseKind.DOUBLE) for phase in phases])
-        # Per phase, filled on first use (see _fill): box angle, lower, upper; ZMP reference start, end.
-        self._ready = [False] * count
-        self._angles = np.empty(count)
-        self._lower = np.empty((count, 2))
-        self._upper = np.empty((count, 2))
-        self._ref_start = np.empty((count, 2))
-        self._ref_end = np.empty((count, 2))
+        # Per phase: start, length, interpolated (1.0 for SWAY and DOUBLE); then, filled on first use
+        # (see _fill): box angle, lower, upper, ZMP reference start, end, and 1.0 once filled.
+        table = np.zeros((count, _COLUMNS))
+        table[:, _START] = [phase.t_start for phase in phases]
+        table[:, _LENGTH] = [phase.t_end - phase.t_start for phase in phases]  # inf for STAND
+        table[:, _INTERPOLATED] = [phase.kind in (PhaseKind.SWAY, PhaseKind.DOUBLE) for phase in phases]
+        self._table = table
+        # The numpy implementation reads the same table (contiguous copies of the fixed columns).
+        self._starts = table[:, _START].copy()
+        self._lengths = np.array([phase.t_end for phase in phases]) - self._starts
+        self._interpolated = table[:, _INTERPOLATED] != 0.0
+        self._angles = table[:, _ANGLE]
+        self._lower = table[:, _LOWER:_LOWER + 2]
+        self._upper = table[:, _UPPER:_UPPER + 2]
+        self._ref_start = table[:, _REF_START:_REF_START + 2]
+        self._ref_end = table[:, _REF_END:_REF_END + 2]
+        self._ready = table[:, _READY]
+        self._kernel = _load_window_kernel() if USE_KERNEL else None
+
+    @property
+    def accelerated(self) -> bool:
+        """True when windows are sampled by the compiled loop."""
+        return self._kernel is not None
 
     def _fill(self, index: int) -> None:
         """Support box and ZMP reference end points of phase ``index`` (see :meth:`zmp_reference`)."""
         phase = self.timeline.phases[index]
         sole = self.sole
-        if phase.kind is PhaseKind.SINGLE:
-            box = sole.box(phase.foot(phase.swing_foot.other))
+        kind = phase.kind
+        if kind is PhaseKind.SINGLE:
+            stance = phase.foot(phase.swing_foot.other)
+            box = _box(sole, stance)
+            start = end = _centre(sole, stance)
         else:
-            box = double_support_box(phase.left, phase.right, sole)
-        self._angles[index], self._lower[index], self._upper[index] = box
-        if phase.kind is PhaseKind.SINGLE:
-            start = end = sole.centre(phase.foot(phase.swing_foot.other))
-        else:
-            mid = 0.5 * (sole.centre(phase.left) + sole.centre(phase.right))
-            start = end = mid
-            if phase.kind is PhaseKind.DOUBLE:
+            box = _double_support_box(phase.left, phase.right, sole)
+            left, right = _centre(sole, phase.left), _centre(sole, phase.right)
+            start = end = (0.5 * (left[0] + right[0]), 0.5 * (left[1] + right[1]))
+            if kind is PhaseKind.DOUBLE:
                 previous = self.timeline.phases[index - 1]
-                start = sole.centre(phase.foot(previous.swing_foot.other))
-            if phase.kind in (PhaseKind.SWAY, PhaseKind.DOUBLE) and phase.next_stance is not None:
-                end = sole.centre(phase.foot(phase.next_stance))
-        self._ref_start[index] = start
-        self._ref_end[index] = end
-        self._ready[index] = True
+                start = _centre(sole, phase.foot(previous.swing_foot.other))
+            if kind in (PhaseKind.SWAY, PhaseKind.DOUBLE) and phase.next_stance is not None:
+                end = _centre(sole, phase.foot(phase.next_stance))
+        self._table[index, _ANGLE:] = (*box, *start, *end, 1.0)  # angle, lower, upper, refs, ready
 
     def zmp_reference(self, index: int, phase: Phase, t: float) -> np.ndarray:
         """ZMP reference [m] at time ``t`` in phase ``index`` of the timeline (see module docstring)."""
@@ -367,16 +411,49 @@ class PreviewBuilder:
 
     def build(self, t: float) -> Preview:
         """Preview window starting at time ``t`` [s]."""
-        if not math.isfinite(t):
-            raise InputError("t", t, "a finite time [s]")
+        durations = self.durations
+        if durations is not self._checked_durations:  # replaced by the owner (e.g. MpcPlanner): check once
+            n = self._offsets.shape[0]
+            durations = Preview(durations, np.zeros(n), np.zeros((n, 2)), np.zeros((n, 2)), np.zeros((n, 2)),
+                                t_start=0.0).durations
+            self._offsets = np.cumsum(durations)
+            self.durations = self._checked_durations = durations
+        kernel = self._kernel
+        if kernel is None:
+            if not math.isfinite(t):
+                raise InputError("t", t, "a finite time [s]")
+            angles, lower, upper, ref = self._window_numpy(t)
+        else:
+            n, h = self._rows
+            # The window's storage, one allocation: rows [0, h) hold the angles (2 per row), then lower,
+            # upper and zmp_ref, n rows each.
+            out = np.empty((h + 3 * n, 2))
+            time = float(t)
+            phase = kernel(time, self._offsets, self._table, out)
+            while phase >= 0:  # a phase this builder has not reached before (once per phase)
+                self._fill(phase)
+                phase = kernel(time, self._offsets, self._table, out)
+            if phase == -2:
+                raise InputError("t", t, "a finite time [s]")
+            out.setflags(write=False)  # (the views below inherit it)
+            angles = out[:h].ravel()
+            if h + h != n:
+                angles = angles[:n]
+            lower, upper, ref = out[h:h + n], out[h + n:h + 2 * n], out[h + 2 * n:]
+        # Finite by construction (finite t, finite timeline poses), read-only, C-contiguous, of this grid:
+        # the trusted constructor (tests check it gives what the checked one does, bit for bit).
+        return Preview._trusted(durations, angles, lower, upper, ref, t)
+
+    def _window_numpy(self, t: float) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The window's (read-only) arrays, vectorised with numpy (without numba)."""
         times = t + self._offsets  # sample just after each interval end, as (t + offset) + eps
         times += _SAMPLE_EPS
         index = self._starts.searchsorted(times, side="right")  # Timeline.phase_index_at, vectorised
         index -= 1
         first, last = int(index[0]), int(index[-1])  # times increase, so phases do too
-        if first < 0:
+        if first < 0:  # samples before the first phase take it (a window may end before it)
             np.maximum(index, 0, out=index)
-            first = 0
+            first, last = 0, max(last, 0)
         ready = self._ready
         for phase in range(first, last + 1):
             if not ready[phase]:
@@ -396,14 +473,79 @@ class PreviewBuilder:
             np.clip(progress, 0.0, 1.0, out=progress)
             progress = progress[:, None]
             ref[rows] = (1.0 - progress) * ref[rows] + progress * self._ref_end[phases]
-        durations = self.durations
-        if durations is not self._checked_durations:  # replaced by the owner (e.g. MpcPlanner): check once
-            durations = Preview(durations, angles, lower, upper, ref, t_start=t).durations
-            self.durations = self._checked_durations = durations
         for array in (angles, lower, upper, ref):
             array.flags.writeable = False
-        # Finite by construction (finite t, finite timeline poses): no need to check the arrays again.
-        return Preview._trusted(durations, angles, lower, upper, ref, t)
+        return angles, lower, upper, ref
+
+
+# Columns of PreviewBuilder's per-phase table (constants of the compiled loop too).
+_START, _LENGTH, _INTERPOLATED, _ANGLE = 0, 1, 2, 3
+_LOWER, _UPPER, _REF_START, _REF_END = 4, 6, 8, 10  # two columns each (x, y)
+_READY = 12
+_COLUMNS = 13
+
+
+def _window(t, offsets, table, out):
+    """One window of :meth:`PreviewBuilder.build` into ``out`` (``(h + 3N, 2)``, ``h = ceil(N / 2)``: the
+    angles in the first ``h`` rows, row-major, then lower, upper and zmp_ref, N rows each).
+
+    The same operations as :meth:`PreviewBuilder._window_numpy`, sample by sample: the phase of
+    ``(t + offset) + eps`` (``searchsorted(side="right") - 1``, at least 0: a binary search for the first
+    sample, then forward since the samples increase), its box, and its reference, interpolated in SWAY and
+    DOUBLE with the progress clipped to [0, 1]. Compiled by numba (run as Python without it). Returns -1,
+    the index of a phase not filled yet (the caller fills it and calls again), or -2 if ``t`` is not
+    finite.
+    """
+    if not math.isfinite(t):
+        return -2
+    n = offsets.shape[0]
+    count = table.shape[0]
+    time = (t + offsets[0]) + _SAMPLE_EPS
+    low, high = 0, count
+    while low < high:
+        mid = (low + high) // 2
+        if table[mid, _START] <= time:
+            low = mid + 1
+        else:
+            high = mid
+    phase = low - 1 if low > 0 else 0
+    h = (n + 1) // 2
+    for k in range(n):
+        time = (t + offsets[k]) + _SAMPLE_EPS
+        while phase + 1 < count and table[phase + 1, _START] <= time:
+            phase += 1
+        row = table[phase]
+        if row[_READY] == 0.0:
+            return phase
+        out[k >> 1, k & 1] = row[_ANGLE]
+        lower, upper, ref = out[h + k], out[h + n + k], out[h + 2 * n + k]
+        lower[0], lower[1] = row[_LOWER], row[_LOWER + 1]
+        upper[0], upper[1] = row[_UPPER], row[_UPPER + 1]
+        if row[_INTERPOLATED] != 0.0:
+            s = (time - row[_START]) / row[_LENGTH]
+            s = min(max(s, 0.0), 1.0)
+            ref[0] = (1.0 - s) * row[_REF_START] + s * row[_REF_END]
+            ref[1] = (1.0 - s) * row[_REF_START + 1] + s * row[_REF_END + 1]
+        else:
+            ref[0], ref[1] = row[_REF_START], row[_REF_START + 1]
+    return -1
+
+
+_WINDOW_KERNEL = []  # the compiled _window, once per process (empty: not loaded yet; [None]: no numba)
+
+
+def _load_window_kernel():
+    """:func:`_window` compiled (or loaded from numba's cache, and warmed up), None without numba."""
+    if not _WINDOW_KERNEL:
+        try:
+            from numba import njit
+        except ImportError:  # numba not installed: numpy implementation
+            _WINDOW_KERNEL.append(None)
+        else:
+            kernel = njit(cache=True)(_window)
+            kernel(0.0, np.zeros(1), np.zeros((1, _COLUMNS)), np.empty((4, 2)))  # compile now, not at a tick
+            _WINDOW_KERNEL.append(kernel)
+    return _WINDOW_KERNEL[0]
 
 
 def stance_centre(timeline: Timeline, t: float, sole: SoleParameters) -> np.ndarray:
