@@ -1,29 +1,29 @@
-"""In-process closed walking loop without ROS: timeline -> MPC planner -> IK -> simulator backend.
+"""In-process closed walking loop without ROS: the graph's controllers on a simulator backend.
 
-One :class:`ClosedLoopWalk` runs the graph's control loop in a single process on any
-:class:`~walk_mpc.core.sim.backend.SimBackend` (kinematic plant, MuJoCo). Every control tick (every
-``control_period / hardware_period``-th sensor sample, seed 001):
+One :class:`ClosedLoopWalk` runs the control loop of the graph in a single process on any
+:class:`~walk_mpc.core.sim.backend.SimBackend` (kinematic plant, MuJoCo), with the very controllers the
+nodes wrap: :class:`~walk_mpc.core.control.planner_stage.PlannerStage` (the ``mpc_planner`` node) and
+:class:`~walk_mpc.core.control.whole_body_stage.WholeBodyStage` (the ``ik`` node). Each hardware period:
 
-1. **Support-foot correction** (seed 001, second feedback):
-   :class:`~walk_mpc.core.mpc.support_correction.SupportCorrector`, the policy the mpc_planner and ik nodes
-   share: at each lift-off the stance foot, settled during the double support, takes its measured pose
-   (position, yaw and height) in place of its planned one; later steps keep their planned world poses
-   (``shift_later_steps`` False), so the planner and the IK aim each swing foot at its planned world
-   position from where the stance foot really is, and landing errors do not accumulate. The planner and
-   the IK use the same corrected timeline.
-2. **CoM feedback** (seed 001, first feedback): the planner steps with the measured CoM (ground truth
-   of the backend: the model's CoM at the measured configuration with the measured base pose); the
-   planner adds ``feedback_gain`` times the error to its initial state when the error exceeds
-   ``feedback_threshold``. The default planner parameters use a feedback gain of 0.1: on MuJoCo the
-   measured CoM trails the plan by 0.5-1 cm (servo lag), and the planner's default 0.3 then drags the
-   plan back every tick until Talos falls (measured: 0.3 and 0.6 fall, 0.1 walks).
-3. **IK twice per loop** (seed 001): ``walk_targets`` at ``t + T`` and ``t + 2T``, solved by
-   :meth:`IKSolver.solve_two` from the previous first solution (the IK's own model), re-synchronised on
-   the measured configuration at each support change (seed 001).
-4. The two solutions become a two-point joint trajectory stamped at the sample's time.
+1. the backend steps and its sensor sample (what a real robot measures: joint encoders, contact forces,
+   IMU and base estimate, :class:`~walk_mpc.core.sensors.SensorSample`) is stamped
+   ``origin + step * hardware_period``, as the ``sim`` node stamps its ``SensorState``;
+2. the whole-body stage observes the sample (it prepares the coming tick, or ticks on its own when no
+   references come);
+3. the planner stage observes it: on every ``control_period / hardware_period``-th sample a control tick
+   (seed 001: support-foot correction at lift-off, CoM feedback with threshold and gain, the MPC step)
+   gives a :class:`~walk_mpc.core.control.types.CoMReference`, which the whole-body stage turns into two
+   IK solutions (seed 001: at T and 2T, re-synchronised on the measurement at support changes); on the
+   sample before a tick the planner announces the tick's reference solved ahead and the whole-body stage
+   solves it ahead too;
+4. the command's two points go to the backend as a joint trajectory stamped at the sample.
 
-The outcome (:class:`WalkOutcome`) reports falls, tilt, base height, where each foot landed compared
-with the original plan and the corrected one, the final CoM error and the real-time factor.
+The messages of the graph carry the same values (integer nanosecond stamps, float64 arrays), so the graph
+and this loop produce identical commands (``test_graph_equivalence``).
+
+The outcome (:class:`WalkOutcome`) reports falls, tilt, base height (simulator truth: scoring only), where
+each foot landed compared with the original plan and the corrected one (the planner stage's support-foot
+corrections), the final CoM error and the real-time factor.
 
 Pure numpy / pinocchio: no ROS import (the in-process demo and examples use it).
 """
@@ -40,9 +40,11 @@ import pinocchio as pin
 
 from walk_mpc.core.body.ik import IKSolver
 from walk_mpc.core.body.robot import RobotModel, yaw_of
-from walk_mpc.core.body.targets import walk_targets, yaw_free
+from walk_mpc.core.control.planner_stage import PlannerStage, PlannerStageParameters
+from walk_mpc.core.control.types import NS_PER_S, JointCommand, WalkPlan, WholeBodyStatus
+from walk_mpc.core.control.whole_body_stage import WholeBodyStage, WholeBodyStageParameters
 from walk_mpc.core.errors import InputError, ParameterError
-from walk_mpc.core.mpc.planner import MpcPlanner, PlannerOutput, PlannerParameters
+from walk_mpc.core.mpc.planner import PlannerOutput, PlannerParameters
 from walk_mpc.core.mpc.problem import MpcParameters
 from walk_mpc.core.mpc.support_correction import SupportCorrectionParameters, SupportCorrector
 from walk_mpc.core.params import check_nonnegative, check_positive
@@ -50,8 +52,13 @@ from walk_mpc.core.sim.backend import JointTrajectoryCommand, SimBackend, SimSta
 from walk_mpc.core.walk.step import Foot
 from walk_mpc.core.walk.timeline import FootPose, Timeline
 
-#: CoM feedback gain of :func:`default_planner_parameters` (see the module docstring).
+#: CoM feedback gain of :func:`default_planner_parameters` (on MuJoCo the measured CoM trails the plan by
+#: 0.5-1 cm (servo lag) and the planner's default 0.3 then drags the plan back every tick until Talos falls:
+#: 0.3 and 0.6 fall, 0.1 walks).
 DEFAULT_FEEDBACK_GAIN = 0.1
+
+#: Stamp [ns] of the backend's time 0 (any positive value: stamps are integer nanoseconds, as in the graph).
+ORIGIN_NS = 1_000 * NS_PER_S
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,7 +74,6 @@ class ClosedLoopParameters:
             offset; False keeps their planned positions, so landing errors do not accumulate along the
             walk.
         measured_support_height: The corrected pose takes the measured sole height (else the planned).
-        resync_at_support_change: Restart the IK from the measured configuration at support changes.
         settle_time: Time simulated after the timeline's end [s] (catch and stand).
         fall_tilt: Base tilt [rad] above which the walk counts as a fall.
         fall_height_ratio: Base height, as a fraction of the initial one, below which the walk counts
@@ -79,7 +85,6 @@ class ClosedLoopParameters:
     support_correction: bool = True
     shift_later_steps: bool = False
     measured_support_height: bool = False
-    resync_at_support_change: bool = True
     settle_time: float = 0.5
     fall_tilt: float = math.radians(10.0)
     fall_height_ratio: float = 0.9
@@ -89,8 +94,7 @@ class ClosedLoopParameters:
         check_nonnegative("settle_time", self.settle_time)
         check_positive("fall_tilt", self.fall_tilt)
         check_positive("fall_height_ratio", self.fall_height_ratio)
-        for name in ("com_feedback", "support_correction", "shift_later_steps", "measured_support_height",
-                     "resync_at_support_change"):
+        for name in ("com_feedback", "support_correction", "shift_later_steps", "measured_support_height"):
             if not isinstance(getattr(self, name), bool):
                 raise ParameterError(name, getattr(self, name), "true or false")
 
@@ -168,7 +172,7 @@ def default_planner_parameters(robot: RobotModel, q: np.ndarray, control_period:
 
 
 class ClosedLoopWalk:
-    """Walk a timeline on a simulator backend, closed in process (see the module docstring).
+    """Walk a timeline on a simulator backend with the graph's controllers, in process (module docstring).
 
     Args:
         robot: Robot model (the one the backend simulates).
@@ -178,6 +182,8 @@ class ClosedLoopWalk:
             backend's current configuration.
         ik_params: IK parameters (None = defaults).
         params: Loop options.
+        stage_options: Further options of the two stages (``prepare_ahead``, ``solve_ahead``): a dict with
+            keys ``planner`` and ``whole_body`` of keyword arguments for their parameters.
 
     Raises:
         ParameterError: The control period is not a multiple of the hardware period, or differs from
@@ -187,14 +193,16 @@ class ClosedLoopWalk:
     def __init__(self, robot: RobotModel, backend: SimBackend, timeline: Timeline,
                  planner_params: Optional[PlannerParameters] = None,
                  ik_params: Optional[IKSolver.Parameters] = None,
-                 params: Optional[ClosedLoopParameters] = None) -> None:
+                 params: Optional[ClosedLoopParameters] = None,
+                 stage_options: Optional[dict] = None) -> None:
+        if not isinstance(timeline, Timeline):
+            raise InputError("timeline", timeline, "a Timeline")
         self.params = params if params is not None else ClosedLoopParameters()
         p = self.params
         ratio = p.control_period / backend.hardware_period
         if round(ratio) < 1 or abs(ratio - round(ratio)) > 1e-6:
             raise ParameterError("control_period", p.control_period,
                                  f"a multiple of the hardware period {backend.hardware_period} s")
-        self._ticks_per_control = int(round(ratio))
         self.robot = robot
         self.backend = backend
         self.original_timeline = timeline
@@ -204,16 +212,23 @@ class ClosedLoopWalk:
         if abs(planner_params.control_period - p.control_period) > 1e-9:
             raise ParameterError("planner_params.control_period", planner_params.control_period,
                                  f"the loop's control period {p.control_period} s")
-        self.corrector = SupportCorrector(SupportCorrectionParameters(
-            enabled=p.support_correction, shift_later_steps=p.shift_later_steps,
-            measured_height=p.measured_support_height))
-        self.planner = MpcPlanner(planner_params)
-        self.planner.set_timeline(self.corrector.set_plan(timeline))
-        self.solver = IKSolver(robot, ik_params)
-        self._tilt = yaw_free(robot.frame_pose(robot.reference_configuration(), robot.torso_frame)[1])
-        self._frames = {Foot.LEFT: robot.left_foot_frame, Foot.RIGHT: robot.right_foot_frame}
-        self._q_model = q.copy()
-        self._stance: Optional[tuple] = None
+        options = dict(stage_options or {})
+        unknown = sorted(set(options) - {"planner", "whole_body"})
+        if unknown:
+            raise ParameterError("stage_options", unknown, "keys 'planner' and 'whole_body'")
+        correction = SupportCorrectionParameters(enabled=p.support_correction,
+                                                 shift_later_steps=p.shift_later_steps,
+                                                 measured_height=p.measured_support_height)
+        self.planner_stage = PlannerStage(robot, PlannerStageParameters(
+            planner=planner_params, hardware_period=backend.hardware_period, feedback_enabled=p.com_feedback,
+            support_correction=correction, **options.get("planner", {})))
+        self.whole_body = WholeBodyStage(robot, WholeBodyStageParameters(
+            solver=ik_params if ik_params is not None else IKSolver.Parameters(),
+            control_period=p.control_period, support_correction=correction, **options.get("whole_body", {})))
+        self._hardware_ns = int(round(backend.hardware_period * NS_PER_S))
+        self.plan = WalkPlan(1, True, ORIGIN_NS, timeline)
+        self.planner_stage.set_plan(self.plan)
+        self.whole_body.set_plan(self.plan)
         self._standing_height = float(q[2])
         self._ik_failures = 0
         self._fallen = False
@@ -222,30 +237,64 @@ class ClosedLoopWalk:
         self._landing: dict[int, float] = {}
         self._corrected_landing: dict[int, float] = {}
         self._landing_yaw: dict[int, float] = {}
-        self._samples = 0
+        # Scoring only: where each foot landed, measured on the simulator's truth when it has settled (the
+        # next lift-off, or CATCH for the last step), by the correction policy's own rule.
+        self._scorer = SupportCorrector(dataclasses.replace(correction, enabled=True))
+        self._scorer.set_plan(timeline)
+        self._frames = {Foot.LEFT: robot.left_foot_frame, Foot.RIGHT: robot.right_foot_frame}
+        self.commands: list[JointCommand] = []  # every command applied, in order (``keep_commands``)
+        self.keep_commands = False
+
+    @property
+    def planner(self):
+        """The planner stage's MPC planner (:class:`~walk_mpc.core.mpc.planner.MpcPlanner`)."""
+        return self.planner_stage.planner
+
+    @property
+    def corrector(self) -> SupportCorrector:
+        """The planner stage's support-foot corrector."""
+        return self.planner_stage.corrector
 
     @property
     def timeline(self) -> Timeline:
         """The planner's current (corrected) timeline."""
-        return self.planner.timeline
+        return self.planner_stage.timeline
 
     @property
     def fallen(self) -> bool:
         """Whether the walk fell (see :class:`WalkOutcome`)."""
         return self._fallen
 
+    def stamp_ns(self, step_count: int) -> int:
+        """Stamp [ns] of the sample after ``step_count`` hardware steps (the ``sim`` node's stamps)."""
+        return ORIGIN_NS + step_count * self._hardware_ns
+
     def step(self) -> Optional[TickRecord]:
-        """One hardware period: a control tick first when one is due, then the backend steps.
+        """One hardware period: the backend steps, the stages observe its sample, a command is applied.
 
         Returns:
-            The tick's record, or None when no control tick ran.
+            The record of the control tick this sample made, or None.
         """
-        record = None
-        if self._samples % self._ticks_per_control == 0:
-            record = self._control_tick()
         state = self.backend.step()
-        self._samples += 1
+        stamp = self.stamp_ns(state.step_count)
+        sample = self.backend.sensor_sample()
         self._observe(state)
+        command = self.whole_body.observe(stamp, sample)
+        if command is not None:
+            self._apply(command)
+        before = self.planner_stage.timeline
+        tick = self.planner_stage.observe(stamp, sample)
+        if tick.ticked:
+            self._score_landings((stamp - ORIGIN_NS) / NS_PER_S, state, before)
+        record = None
+        if tick.reference is not None:
+            command = self.whole_body.on_reference(tick.reference)
+            if command is not None:
+                self._apply(command)
+                q = self.whole_body.configuration
+                record = TickRecord((stamp - ORIGIN_NS) / NS_PER_S, state, tick.output, q, not command.held)
+        if tick.ahead is not None:
+            self.whole_body.on_reference_ahead(tick.ahead)
         return record
 
     def run(self, until: Optional[float] = None,
@@ -276,29 +325,17 @@ class ClosedLoopWalk:
                            dict(self._landing_yaw))
 
     # ------------------------------------------------------------------ internals
-    def _control_tick(self) -> TickRecord:
-        p = self.params
-        backend, planner = self.backend, self.planner
-        t = float(backend.time)
-        state = backend.state
-        self._correct_support(t, state)
-        phase = planner.timeline.phase_at(t)
-        if p.resync_at_support_change and self._stance is not None and phase.stance_feet != self._stance:
-            self._q_model = np.array(state.q)  # support change: re-synchronise on the measured joints
-        self._stance = phase.stance_feet
-        out = planner.step(t, np.array(state.com) if p.com_feedback else None)
-        T = p.control_period
-        targets = [walk_targets(planner.timeline, t + dt, com, self._tilt)
-                   for dt, com in zip((T, 2.0 * T), out.com_targets)]
-        first, second = self.solver.solve_two(targets[0], targets[1], self._q_model)
-        success = bool(first.success and second.success)
-        self._ik_failures += not success
-        self._q_model = np.array(first.q)
-        backend.set_trajectory(JointTrajectoryCommand(backend.joint_names, (T, 2.0 * T),
-                                                      [first.q[7:], second.q[7:]], stamp=t))
-        return TickRecord(t, state, out, first.q, success)
+    def _apply(self, command: JointCommand) -> None:
+        """The command to the backend, as the sim node applies a joint trajectory stamped at the sample."""
+        self._ik_failures += command.status == WholeBodyStatus.IK_FAILED
+        if self.keep_commands:
+            self.commands.append(command)
+        self.backend.set_trajectory(JointTrajectoryCommand(
+            self.whole_body.joint_names, command.times, command.positions,
+            stamp=(command.stamp_ns - ORIGIN_NS) / NS_PER_S, velocities=command.velocities))
 
     def _observe(self, state: SimState) -> None:
+        """Fall detection on the simulator's truth (scoring)."""
         p = self.params
         rotation = pin.Quaternion(np.asarray(state.q[3:7])).toRotationMatrix()
         tilt = math.acos(max(-1.0, min(1.0, float(rotation[2, 2]))))
@@ -308,27 +345,25 @@ class ClosedLoopWalk:
         if state.fallen or tilt > p.fall_tilt or ratio < p.fall_height_ratio:
             self._fallen = True
 
-    def _correct_support(self, t: float, state: SimState) -> None:
-        """Support-foot correction of the tick (the shared policy) and the landing it measured."""
+    def _score_landings(self, t: float, state: SimState, before: Optional[Timeline]) -> None:
+        """Landing errors (simulator truth) of a step that has settled at this tick, to the original plan and
+        to the planner's corrected plan before this tick."""
         q = np.asarray(state.q)
 
         def measure(foot: Foot) -> FootPose:
             position, rotation = self.robot.frame_pose(q, self._frames[foot])
             return FootPose(tuple(float(v) for v in position), yaw_of(rotation))
 
-        before = self.corrector.timeline
-        correction = self.corrector.observe(t, measure)
-        if correction is None:
+        correction = self._scorer.observe(t, measure)
+        if correction is None or correction.step_index <= 0:
             return
-        if correction.step_index > 0:
-            index = correction.step_index
-            current = next(s for s in before.steps if s.step_index == index)
-            offset = np.asarray(correction.measured.position)[:2] - np.asarray(current.position)[:2]
-            self._landing[index] = correction.position_error
-            self._landing_yaw[index] = correction.yaw_error
+        index = correction.step_index
+        self._landing[index] = correction.position_error
+        self._landing_yaw[index] = correction.yaw_error
+        planned = [s for s in (before.steps if before is not None else ()) if s.step_index == index]
+        if planned:
+            offset = np.asarray(correction.measured.position)[:2] - np.asarray(planned[0].position)[:2]
             self._corrected_landing[index] = float(np.linalg.norm(offset))
-        if correction.applied:
-            self.planner.set_timeline(self.corrector.timeline)
 
 
 def walk(robot: RobotModel, backend: SimBackend, timeline: Timeline, **kwargs) -> WalkOutcome:
