@@ -154,9 +154,9 @@ class MpcPlannerNodeParameters:
         support = SupportCorrectionParameters(enabled=self.support_correction_enabled,
                                               shift_later_steps=self.support_shift_later_steps,
                                               measured_height=self.support_measured_height)
-        return PlannerStageParameters(
-            self.planner, self.hardware_period, self.feedback_enabled, support, self.prepare_ahead,
-            self.sensor_timeout)
+        return PlannerStageParameters(planner=self.planner, hardware_period=self.hardware_period,
+                                      feedback_enabled=self.feedback_enabled, support_correction=support,
+                                      prepare_ahead=self.prepare_ahead, sensor_timeout=self.sensor_timeout)
 
 
 def time_msg(ns: int) -> Time:
