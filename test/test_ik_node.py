@@ -299,85 +299,6 @@ def test_quadruped_holds_its_measured_posture_and_a_gesture_yaws_the_body_with_t
     assert not graph.set_effect(4, True).success
 
 
-def test_in_process_nothing_before_a_state_resync_at_support_changes_holds_without_references(talos):
-    import rclpy
-
-    from walk_mpc.msg import ComReference, SensorState
-    from walk_mpc.nodes.conversions import plan_to_msg, point, sensor_joint_positions
-    from walk_mpc.nodes.ik import STATUS_REFERENCE_STALE, IKNode, IKNodeParameters
-
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    # Sparse samples (this test drives the ticks by references): no gap between them is an outage.
-    node = IKNode(IKNodeParameters(sensor_timeout=1e3), context=context)
-    try:
-        published, statuses = [], []
-        node._commands_pub.publish = lambda msg: published.append(list(msg.data))
-        node._timing_pub.publish = lambda msg: statuses.append(msg.status)
-        timeline = walk_timeline()
-        node._on_plan(plan_to_msg(timeline, 1, True, stamp_of(PLAN_STAMP)))
-        assert not node.initialised and node.configuration is None  # no state: nothing to command yet
-        assert published == []
-        # a measured posture with the knees more bent than the model's: re-synchronised at support changes
-        q_measured = talos.reference_configuration()
-        knees = [i for i, name in enumerate(talos.joint_names) if "leg" in name and "_4_" in name]
-        assert len(knees) == 2
-        q_measured[7 + np.array(knees)] += 0.05
-        sensor = SensorState(joint_names=list(talos.joint_names),
-                             joint_pos=talos.actuated_positions(q_measured).tolist())
-        sensor.header.stamp = stamp_of(PLAN_STAMP)
-        assert set(sensor_joint_positions(sensor)) == set(talos.joint_names)
-        node._last_reference_ns = int(PLAN_STAMP * 1e9)  # references flowing: no sensor-driven tick
-        node._on_sensor_state(sensor)
-        assert node.initialised and published == []
-        np.testing.assert_allclose(node.configuration[7:], q_measured[7:])
-        changes = 0
-        stance = None
-        stale = None
-        for k in range(int(round(timeline.t_end / T))):
-            t = k * T
-            if stale is None and timeline.phase_at(t).swing_foot is Foot.RIGHT:
-                # the references stop mid-walk: a sensor sample past reference_timeout holds the command
-                stale = published[-1]
-                sensor.header.stamp = stamp_of(PLAN_STAMP + t + 0.1)
-                node._on_sensor_state(sensor)
-                assert published[-1] == stale and statuses[-1] == STATUS_REFERENCE_STALE
-            now = timeline.phase_at(t).stance_feet
-            changes += stance is not None and now != stance
-            stance = now
-            msg = ComReference(plan_id=1, time_from_stamp=[T, 2 * T],
-                               com_position=[point(com_reference(timeline, t + dt)) for dt in (T, 2 * T)])
-            msg.header.stamp = stamp_of(PLAN_STAMP + t)
-            node._on_reference(msg)
-        assert changes == 4  # sway -> single -> double -> single -> double
-        assert node.resyncs == changes
-        assert len(published) == int(round(timeline.t_end / T)) + 1
-        assert statuses.count(0) == len(statuses) - 1
-        # standing, references stopped: sensor-driven ticks hold the posture where it is (no jump)
-        last = published[-1]
-        sensor.header.stamp = stamp_of(PLAN_STAMP + timeline.t_end + 1.0)
-        node._on_sensor_state(sensor)
-        assert statuses[-1] == 0
-        np.testing.assert_allclose(published[-1], last, atol=1e-9)
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown(context=context)
-
-
-def in_process_ik(talos):
-    import rclpy
-
-    from walk_mpc.nodes.ik import IKNode, IKNodeParameters
-
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    node = IKNode(IKNodeParameters(), context=context)
-    published, statuses = [], []
-    node._commands_pub.publish = lambda msg: published.append(list(msg.data))
-    node._timing_pub.publish = lambda msg: statuses.append(msg.status)
-    return context, node, published, statuses
-
-
 def reference_msg(timeline, t, plan_id=1):
     from walk_mpc.msg import ComReference
     from walk_mpc.nodes.conversions import point
@@ -388,189 +309,59 @@ def reference_msg(timeline, t, plan_id=1):
     return msg
 
 
-def test_in_process_references_in_flight_for_the_previous_plan_are_solved_on_it(talos):
-    import rclpy
-
-    from walk_mpc.msg import SensorState
-    from walk_mpc.nodes.conversions import plan_to_msg
-
-    context, node, published, statuses = in_process_ik(talos)
-    try:
-        timeline = walk_timeline()
-        node._on_plan(plan_to_msg(timeline, 1, True, stamp_of(PLAN_STAMP)))
-        node._on_reference(reference_msg(timeline, 0.0))  # before any measurement: ignored
-        assert statuses == [] and not published
-        q = talos.reference_configuration()
-        node._on_sensor_state(SensorState(joint_names=list(talos.joint_names),
-                                          joint_pos=talos.actuated_positions(q).tolist()))
-        statuses.clear()  # the sample's own (sensor-driven) tick is not what this test is about
-        node._on_reference(reference_msg(timeline, 0.0))
-        # plan 2 arrives (the walk behavior extended the queue) while a reference for plan 1 is in flight
-        node._on_plan(plan_to_msg(timeline, 2, True, stamp_of(PLAN_STAMP)))
-        node._on_reference(reference_msg(timeline, T, plan_id=1))
-        assert node._plan_id == 1 and statuses == [0, 0]
-        node._on_reference(reference_msg(timeline, 2 * T, plan_id=2))  # the planner switched: so does the IK
-        assert node._plan_id == 2 and statuses == [0, 0, 0]
-        # A plan never received (in flight across a restart): skipped, not an IK failure; the node keeps
-        # its plan (a planner stuck on it would make the references stale: STATUS_REFERENCE_STALE).
-        node._on_reference(reference_msg(timeline, 3 * T, plan_id=7))
-        assert statuses == [0, 0, 0] and node._plan_id == 2
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown(context=context)
-
-
-def test_in_process_the_stance_foot_is_targeted_at_its_measured_pose_from_the_lift_off_on(talos):
-    import rclpy
-
-    from walk_mpc.msg import SensorState
-    from walk_mpc.nodes.conversions import plan_to_msg
-
-    runs = {}
-    for prepared in (True, False):
-        context, node, published, statuses = in_process_ik(talos)
-        if not prepared:
-            node._prepare_tick = lambda now: None  # everything at the reference's tick
-        try:
-            timeline = walk_timeline()
-            node._on_plan(plan_to_msg(timeline, 1, True, stamp_of(PLAN_STAMP)))
-            # The robot stands 3 mm ahead and 2 mm left of where the plan starts (measured base estimate).
-            q = talos.reference_configuration()
-            offset = np.array([0.003, 0.002, 0.0])
-            liftoff = timeline.phases[1].t_start
-            for k in range(int(round((liftoff + 0.1) / T))):
-                t = k * T
-                sensor = SensorState(joint_names=list(talos.joint_names),
-                                     joint_pos=talos.actuated_positions(q).tolist(), base_estimate_valid=True)
-                sensor.header.stamp = stamp_of(PLAN_STAMP + t)
-                p = sensor.base_pose.position
-                p.x, p.y, p.z = map(float, q[0:3] + offset)
-                o = sensor.base_pose.orientation
-                o.x, o.y, o.z, o.w = map(float, q[3:7])
-                node._last_reference_ns = int(round((PLAN_STAMP + t) * 1e9))  # references flowing
-                node._on_sensor_state(sensor)
-                node._on_reference(reference_msg(timeline, t))
-            assert all(status == 0 for status in statuses)
-            right = talos.foot_poses(q)[talos.right_foot_frame][0] + offset  # the stance foot of step 1
-            corrected = node._timeline.phases[0].right
-            np.testing.assert_allclose(corrected.position[:2], right[:2], atol=1e-9)
-            assert corrected.position[2] == timeline.phases[0].right.position[2]  # planned height
-            assert node._timeline.steps == timeline.steps  # the swing foot keeps its planned world pose
-            # Made in the sensor callback, while the planner computes the lift-off's reference.
-            assert node.prepared == (1 if prepared else 0)
-            assert (node._pose_targets is not None) == prepared  # and the targets but their CoM
-            runs[prepared] = published
-        finally:
-            node.destroy_node()
-            rclpy.try_shutdown(context=context)
-    assert runs[True] == runs[False]  # the same commands either way
-
-
-def test_in_process_a_reference_announced_ahead_is_solved_before_its_tick_with_the_same_commands(talos):
-    """solve_ahead: the tick of an announced reference publishes the solution computed when it was
-    announced (or when the tick's sample arrived, if that sample re-syncs or corrects the support), if the
-    tick solves exactly that problem; otherwise (another CoM than announced, nothing announced) it solves
-    as usual. Same commands either way."""
-    import rclpy
-
-    from walk_mpc.msg import SensorState
-    from walk_mpc.nodes.conversions import plan_to_msg
-
-    runs, counts = {}, {}
-    for ahead in (True, False):
-        context, node, published, statuses = in_process_ik(talos)
-        try:
-            timeline = walk_timeline()
-            node._on_plan(plan_to_msg(timeline, 1, True, stamp_of(PLAN_STAMP)))
-            q = talos.reference_configuration()
-            sensor = SensorState(joint_names=list(talos.joint_names),
-                                 joint_pos=talos.actuated_positions(q).tolist())
-            ticks = int(round((timeline.t_end + 0.2) / T))
-            expected = 0
-            for k in range(ticks):
-                t = k * T
-                if k:
-                    # the sample between two ticks: the planner announces the next tick's reference
-                    sensor.header.stamp = stamp_of(PLAN_STAMP + t - T / 2)
-                    node._on_sensor_state(sensor)
-                    announced = reference_msg(timeline, t)
-                    if k % 10 == 4:
-                        announced.com_position[0].x += 1e-9  # the tick's sample changed the planner's solve
-                    if ahead:
-                        node._on_reference_ahead(announced)
-                sensor.header.stamp = stamp_of(PLAN_STAMP + t)
-                node._last_reference_ns = int(round((PLAN_STAMP + t) * 1e9))  # references flowing
-                node._on_sensor_state(sensor)
-                node._on_reference(reference_msg(timeline, t))
-                # Solved ahead but for the first tick and another CoM than announced; at a support change
-                # (re-sync) or correction (a stance target moves), again on arrival of the tick's sample.
-                expected += ahead and k > 0 and k % 10 != 4
-            assert len(statuses) == ticks and all(status == 0 for status in statuses)
-            assert node.resyncs == 4 and node.prepared == 3 and node.ahead_ticks == expected  # 3 corrected
-            runs[ahead], counts[ahead] = published, node.ahead_ticks
-        finally:
-            node.destroy_node()
-            rclpy.try_shutdown(context=context)
-    assert counts[True] > 0.8 * len(runs[True]) and counts[False] == 0
-    assert runs[True] == runs[False]  # the same commands either way
-
-
-def test_in_process_samples_resuming_after_an_outage_restart_the_ik_from_the_measured_configuration(talos):
-    """A simulator restarted while standing puts the robot back elsewhere (0.7 m behind, 0.1 m left of the
-    plan's feet). The planner's first reference after the outage can arrive before this node's first sample
-    of it: skipped. That sample (stamps more than sensor_timeout apart) re-initialises the model from the
-    measurement and holds it; the references that follow (CoM where the robot is, same plan) keep the robot
-    standing where it is, not at the plan's feet, until a new plan."""
+def test_in_process_the_node_publishes_the_stage_commands_and_the_messages_built_ahead(talos):
+    """The adapter (the decisions are the stage's, test_whole_body_stage): each callback's command is
+    published with its status and trigger; the messages of a command solved ahead are built on its
+    announcement and published as they are when the tick returns that command; a malformed ComReference
+    is a BAD_REFERENCE hold."""
     import rclpy
 
     from walk_mpc.msg import ComReference, SensorState
-    from walk_mpc.nodes.conversions import plan_to_msg, point
+    from walk_mpc.nodes.conversions import plan_to_msg
+    from walk_mpc.nodes.ik import STATUS_BAD_REFERENCE, STATUS_OK, IKNode, IKNodeParameters
 
-    q = talos.reference_configuration()
-    soles = talos.foot_poses(q)
-    left, right = (FootPose(tuple(soles[frame][0]), 0.0) for frame in (talos.left_foot_frame,
-                                                                       talos.right_foot_frame))
-
-    def sample(t, offset):
-        msg = SensorState(joint_names=list(talos.joint_names), joint_pos=talos.actuated_positions(q).tolist(),
-                          base_estimate_valid=True)
-        msg.header.stamp = stamp_of(PLAN_STAMP + t)
-        p, o = msg.base_pose.position, msg.base_pose.orientation
-        p.x, p.y, p.z = map(float, q[0:3] + offset)
-        o.x, o.y, o.z, o.w = map(float, q[3:7])
-        return msg
-
-    def reference(t, offset):
-        com = talos.com(q) + offset
-        msg = ComReference(plan_id=1, time_from_stamp=[T, 2 * T], com_position=[point(com), point(com)])
-        msg.header.stamp = stamp_of(PLAN_STAMP + t)
-        return msg
-
-    context, node, published, statuses = in_process_ik(talos)
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = IKNode(IKNodeParameters(), context=context)
+    node._steady_ns = lambda: None  # the stamps' order only: this test's stamps leap ahead of the clock
     try:
-        node._on_plan(plan_to_msg(Timeline(left, right, []), 1, False, stamp_of(PLAN_STAMP)))
-        here = np.zeros(3)
-        for k in range(40):  # 0.4 s standing on references
-            node._on_sensor_state(sample(0.01 * k, here))
-            if k % 2 == 0:
-                node._on_reference(reference(0.01 * k, here))
-        assert set(statuses) == {0} and node._tick_source == "reference"
-        count = len(published)
-        moved = np.array([-0.7, 0.1, 0.0])
-        t = 0.4 + 0.8  # the outage
-        node._on_reference(reference(t, moved))  # the planner saw the end of the outage first
-        assert len(published) == count and len(statuses) == count
-        node._on_sensor_state(sample(t, moved))
-        np.testing.assert_allclose(node.configuration[:3], q[:3] + moved, atol=1e-12)
-        measured = talos.actuated_positions(q)
-        np.testing.assert_allclose(published[-1], measured, atol=1e-6)  # the measured posture held
-        for k in range(1, 40):
-            node._on_sensor_state(sample(t + 0.01 * k, moved))
-            if k % 2 == 0:
-                node._on_reference(reference(t + 0.01 * k, moved))
-        assert set(statuses) == {0} and node._tick_source == "reference"
-        np.testing.assert_allclose(published[-1], measured, atol=1e-3)
-        np.testing.assert_allclose(node.configuration[:3], q[:3] + moved, atol=2e-3)
+        trajectories, commands, timings = [], [], []
+        node._trajectory_pub.publish = trajectories.append
+        node._commands_pub.publish = commands.append
+        node._timing_pub.publish = timings.append
+        q = talos.reference_configuration()
+        sensor = SensorState(joint_names=list(talos.joint_names),
+                             joint_pos=talos.actuated_positions(q).tolist())
+
+        def observe(t):
+            sensor.header.stamp = stamp_of(PLAN_STAMP + t)
+            node._on_sensor_state(sensor)
+
+        observe(-T)  # no references: a standing tick on the sample
+        assert [(m.status, m.trigger) for m in timings] == [(STATUS_OK, "/sensor_state")]
+        assert node.initialised and not node.walking()
+        timeline = walk_timeline()
+        node._on_plan(plan_to_msg(timeline, 1, True, stamp_of(PLAN_STAMP)))
+        node._on_reference(reference_msg(timeline, 0.0))
+        assert (timings[-1].status, timings[-1].trigger) == (STATUS_OK, "/mpc/com_reference")
+        assert node.walking()
+        for k in range(1, 4):
+            observe(k * T - T / 2)
+            node._on_reference_ahead(reference_msg(timeline, k * T))
+            announced = node._ahead[1][0]
+            observe(k * T)
+            node._on_reference(reference_msg(timeline, k * T))
+            assert trajectories[-1] is announced  # built ahead, published as it is
+        assert node.ahead_ticks == 3 and len(trajectories) == len(commands) == len(timings) == 5
+        trajectory = trajectories[-1]
+        assert ns_of(trajectory.header.stamp) == int(round((PLAN_STAMP + 3 * T) * 1e9))
+        assert list(commands[-1].data) == list(trajectory.points[0].positions)
+        last = list(commands[-1].data)
+        malformed = ComReference(plan_id=1, time_from_stamp=[T], com_position=[])
+        malformed.header.stamp = stamp_of(PLAN_STAMP + 4 * T)
+        node._on_reference(malformed)
+        assert timings[-1].status == STATUS_BAD_REFERENCE and list(commands[-1].data) == last
+        assert [list(p.positions) for p in trajectories[-1].points] == [last, last]
     finally:
         node.destroy_node()
         rclpy.try_shutdown(context=context)
