@@ -28,7 +28,8 @@ NS = 1_000_000_000
 def walk_behavior_node():
     return launch_ros.actions.Node(
         package="walk_mpc", executable="walk_behavior", name="walk_behavior", output="screen",
-        parameters=[{"measure_feet": False, "sensor_timeout": 0.5}], cached_output=True)
+        parameters=[{"measure_feet": False, "sensor_timeout": 0.5,
+                     "landings.enabled": False}], cached_output=True)
 
 
 @launch_pytest.fixture

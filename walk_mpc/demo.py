@@ -36,7 +36,14 @@ from walk_mpc.nodes._common import LATCHED_QOS
 from walk_mpc.nodes.ik import is_reference_tick
 from walk_mpc.tools.launch_graph import GraphProcesses
 from walk_mpc.tools.recorder import RecorderNode
-from walk_mpc.tools.send_walk import DEFAULT_FEET, current_feet, format_outcome, send_walk, walk_action_client
+from walk_mpc.tools.send_walk import (
+    DEFAULT_FEET,
+    ActionServerLost,
+    current_feet,
+    format_outcome,
+    send_walk,
+    walk_action_client,
+)
 
 RECORDED_TOPICS = [
     ("sensor_state", SensorState, 1000),
@@ -178,6 +185,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         walk = monitor.since(start)
         print(format_outcome(outcome))
         code = 0 if outcome.succeeded else 1
+    except ActionServerLost as exc:  # walk_behavior died: say so at once (its result cannot come)
+        print(f"demo: {exc}", file=sys.stderr)
+        code = 1
     finally:
         executor.shutdown(timeout_sec=5.0)
         recorder.destroy_node()

@@ -100,6 +100,7 @@ from std_msgs.msg import Bool
 
 from walk_mpc.action import Walk
 from walk_mpc.core.body.robot import RobotModel
+from walk_mpc.core.control.landings import LandingParameters
 from walk_mpc.core.control.walk_supervisor import (
     LINK_ERRORS,
     SupervisorOutput,
@@ -177,6 +178,8 @@ class WalkBehaviorNodeParameters:
         watch_links: Components whose timing must keep coming while walking (``mpc_planner``, ``ik``):
             silent for ``link_timeout`` (steady or sensor time), the walk ends naming it; empty: none.
         link_timeout: Steady or sensor time without a watched component's timing that ends a walk [s].
+        landings: Touchdowns seen in the sole contact forces (a walk succeeds only when its steps were
+            measured landing, each sole within tolerance).
     """
 
     behavior: WalkBehavior.Parameters = dataclasses.field(default_factory=WalkBehavior.Parameters)
@@ -199,6 +202,7 @@ class WalkBehaviorNodeParameters:
     queue_depth: int = 10
     watch_links: Tuple[str, ...] = ()
     link_timeout: float = 0.3
+    landings: LandingParameters = dataclasses.field(default_factory=LandingParameters)
 
     def __post_init__(self) -> None:
         if not isinstance(self.behavior, WalkBehavior.Parameters):
@@ -242,7 +246,7 @@ class WalkBehaviorNodeParameters:
             behavior=self.behavior, control_period=self.control_period, sensor_timeout=self.sensor_timeout,
             initial_feet=self.initial_feet, watch_links=self.watch_links, link_timeout=self.link_timeout,
             link_topics=tuple(topics[name] for name in self.watch_links), sensor_topic=self.sensor_topic,
-            fall_topic=self.fall_topic)
+            fall_topic=self.fall_topic, landings=self.landings)
 
 
 class _NextWakeUp:

@@ -133,6 +133,10 @@ class _Waiter:
             self.executor.shutdown()
 
 
+class ActionServerLost(RuntimeError):
+    """The Walk action server vanished while a goal ran (no feedback for ``server_silence``)."""
+
+
 def send_walk(
     node: Node,
     steps: Sequence[Union[Step, StepData]],
@@ -144,6 +148,7 @@ def send_walk(
     result_timeout: Optional[float] = None,
     cancel: Optional[threading.Event] = None,
     client: Optional[ActionClient] = None,
+    server_silence: Optional[float] = 1.0,
 ) -> WalkOutcome:
     """Send a Walk goal and wait for its result.
 
@@ -165,9 +170,14 @@ def send_walk(
         cancel: When set, the goal is canceled (once); the result is still awaited.
         client: An action client of ``node`` for the Walk action to use (kept on return); ``action_name``
             then only names the action in error messages.
+        server_silence: While the goal runs, the server publishes its feedback every control tick (20 ms);
+            no feedback for this long [s] means the server is gone (killed, crashed, disconnected) and
+            raises :class:`ActionServerLost`. DDS discovery takes up to its lease duration (20 s with
+            Fast DDS) to notice a killed process, so the feedback stream is the timely sign. None: wait.
 
     Raises:
         TimeoutError: The server is not available, or no result came within ``result_timeout``.
+        ActionServerLost: No feedback for ``server_silence`` while the goal runs.
     """
     owned = client is None
     if client is None:
@@ -178,7 +188,13 @@ def send_walk(
             raise TimeoutError(f"action server '{action_name}' not available after {server_timeout} s")
         goal = Walk.Goal(steps=[s if isinstance(s, StepData) else step_to_msg(s) for s in steps],
                          plan_complete=bool(plan_complete))
-        callback = (lambda msg: on_feedback(msg.feedback)) if on_feedback is not None else None
+        heard = [time.monotonic()]
+
+        def callback(msg) -> None:
+            heard[0] = time.monotonic()
+            if on_feedback is not None:
+                on_feedback(msg.feedback)
+
         sent = client.send_goal_async(goal, feedback_callback=callback)
         if not waiter.wait(sent.done, server_timeout):
             raise TimeoutError(f"no answer to the goal from '{action_name}' after {server_timeout} s")
@@ -188,10 +204,15 @@ def send_walk(
                                0, ())
         result_future = handle.get_result_async()
         canceling = []
+        heard[0] = max(heard[0], time.monotonic())
 
         def forward_cancel() -> None:
             if cancel is not None and cancel.is_set() and not canceling:
                 canceling.append(handle.cancel_goal_async())
+            silence = time.monotonic() - heard[0]
+            if server_silence is not None and silence > server_silence and not result_future.done():
+                raise ActionServerLost(f"no feedback from action server '{action_name}' for {silence:.2f} s "
+                                       "while the goal runs: is walk_behavior running?")
 
         if not waiter.wait(result_future.done, result_timeout, every=forward_cancel):
             raise TimeoutError(f"no result from '{action_name}' after {result_timeout} s")
@@ -358,7 +379,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                             server_timeout=args.server_timeout, cancel=cancel)
         print(format_outcome(outcome), flush=True)
         return 0 if outcome.succeeded else 1
-    except TimeoutError as exc:
+    except (TimeoutError, ActionServerLost) as exc:
         print(f"send_walk: {exc}", file=sys.stderr)
         return 1
     except (KeyboardInterrupt, RuntimeError, ExternalShutdownException) as exc:

@@ -32,6 +32,7 @@ import dataclasses
 from typing import Hashable, Optional, Sequence
 
 from walk_mpc.core.body.robot import RobotModel, yaw_of
+from walk_mpc.core.control.landings import LandingMonitor, LandingParameters
 from walk_mpc.core.control.stamps import StampGuard, StampGuardParameters, StampVerdict
 from walk_mpc.core.control.types import (
     NS_PER_S,
@@ -78,6 +79,8 @@ class WalkSupervisorParameters:
         link_topics: Topic of each watched component's reports, for the messages (default
             ``<component>/timing``).
         stamps: The sample stamp guard.
+        landings: Touchdowns from the contact forces: a walk the clock completed succeeds only when every step
+            lifted off, landed and (with measured feet) landed within tolerance (else LANDING_NOT_MEASURED).
         sensor_topic: Name of the sample stream, for the messages.
         fall_topic: Name of the fall detector's output, for the messages.
     """
@@ -90,6 +93,7 @@ class WalkSupervisorParameters:
     link_timeout: float = 0.3
     link_topics: tuple = ()
     stamps: StampGuardParameters = dataclasses.field(default_factory=StampGuardParameters)
+    landings: LandingParameters = dataclasses.field(default_factory=LandingParameters)
     sensor_topic: str = "sensor_state"
     fall_topic: str = "fall"
 
@@ -110,6 +114,8 @@ class WalkSupervisorParameters:
             raise ParameterError("link_topics", list(self.link_topics), "one topic per watched link")
         if not isinstance(self.stamps, StampGuardParameters):
             raise ParameterError("stamps", self.stamps, "a StampGuardParameters")
+        if not isinstance(self.landings, LandingParameters):
+            raise ParameterError("landings", self.landings, "a LandingParameters")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -170,6 +176,7 @@ class WalkSupervisor:
         left, right = self.params.initial_feet
         self._core = WalkBehavior(self.params.behavior, left, right)
         self._guard = StampGuard(self.params.stamps)
+        self._landings = LandingMonitor(self.params.landings)
         self._origin_ns: Optional[int] = None
         self._next_tick_ns = 0
         self._last_sample_steady: Optional[int] = None
@@ -249,9 +256,12 @@ class WalkSupervisor:
                          f"{self.params.sensor_timeout} s)")
         self._check_links_by_stamp(stamp_ns, results)
         t = (stamp_ns - self._origin_ns) / NS_PER_S
+        walking = self.walking
         status = self._core.step(max(0.0, t - self._core.time))
+        if walking:
+            self._landings.observe(status.t, status.phase, sample, self._measured if tick else None)
         if status.result is not None:
-            results.append(status.result)
+            results.append(self._checked(status.result))
         if tick and status.support_foot is not None and self._measured is not None:
             measured = self._measured[status.support_foot]
             status = dataclasses.replace(status, measured_support_foot_pose=measured)
@@ -262,6 +272,22 @@ class WalkSupervisor:
         """A sample the caller could not even convert (e.g. arrays of mismatched lengths): reported like a
         rejected sample, nothing changes."""
         return self._reject(reason)
+
+    @property
+    def landings(self) -> LandingMonitor:
+        """The touchdowns and landing errors measured in the current (or last) walk (read-only use)."""
+        return self._landings
+
+    def _checked(self, result: WalkResult) -> WalkResult:
+        """A walk the clock completed, checked against the touchdowns seen in the contact forces."""
+        if result.error_code != WalkErrorCode.NONE:
+            return result
+        problems = self._landings.problems(range(1, result.last_completed_step_index + 1))
+        if not problems:
+            return result
+        message = f"the steps ran out by the clock, but {'; '.join(problems)}"
+        self._log.error(f"goal {goal_name(result.goal_id)}: LANDING_NOT_MEASURED: {message}")
+        return dataclasses.replace(result, error_code=WalkErrorCode.LANDING_NOT_MEASURED, error_msg=message)
 
     def _reject(self, reason: str) -> SupervisorOutput:
         self.rejected_samples += 1
@@ -412,9 +438,12 @@ class WalkSupervisor:
         refusal = self.refusal(optional_steady(steady_ns))
         if refusal is not None:
             return GoalAnswer(goal_id, False, Rejection(refusal[0], refusal[1])), SupervisorOutput()
-        if self._core.behavior is Behavior.STAND and self._measured is not None:
+        standing = self._core.behavior is Behavior.STAND
+        if standing and self._measured is not None:
             self._core.reset(self._measured[Foot.LEFT], self._measured[Foot.RIGHT])
         answer = self._core.submit_goal(steps, bool(plan_complete), goal_id=goal_id)
+        if answer.accepted and standing:
+            self._landings.reset()  # a new walk (a preempting goal goes on with the same one)
         results = ()
         if answer.preempted is not None:
             message = f"preempted by goal {goal_name(goal_id)}"

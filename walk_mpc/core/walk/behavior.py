@@ -96,6 +96,7 @@ class WalkErrorCode(enum.IntEnum):
     IK_FAILURE = 7
     SENSOR_TIMEOUT = 8
     FALL_DETECTED = 9
+    LANDING_NOT_MEASURED = 10  # the clock completed the steps, the contact forces did not see them land
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,71 @@
+"""Touchdowns from the contact forces (LandingMonitor in the WalkSupervisor): a walk succeeds only when its
+steps were seen landing; a robot frozen mid-walk (a dead whole-body controller) never ends SUCCEEDED."""
+
+from __future__ import annotations
+
+import pytest
+from test_closed_loop import timeline_of
+
+from walk_mpc.core.control.closed_loop import ORIGIN_NS, ClosedLoopWalk
+from walk_mpc.core.control.landings import LandingMonitor, LandingParameters
+from walk_mpc.core.control.walk_supervisor import WalkSupervisor, WalkSupervisorParameters
+from walk_mpc.core.errors import ParameterError
+from walk_mpc.core.sim.kinematic import KinematicSim
+from walk_mpc.core.walk.behavior import WalkErrorCode
+
+
+def supervised_walk(talos, freeze_at=None):
+    """The in-process loop walks the short timeline (3 steps); a supervisor watching the same samples runs the
+    same steps as a goal. With ``freeze_at`` [s] the controllers stop there (no more commands: the plant holds
+    the last one). Returns the supervisor's results and the supervisor."""
+    sim = KinematicSim(KinematicSim.Parameters(), robot=talos)
+    timeline = timeline_of(talos, "short")
+    loop = ClosedLoopWalk(talos, sim, timeline)
+    supervisor = WalkSupervisor(WalkSupervisorParameters(sensor_timeout=0.25), talos)
+    results, submitted = [], False
+    end = timeline.t_end + 1.0
+    while sim.time < end - 1e-9:
+        if freeze_at is None or sim.time < freeze_at:
+            loop.step()
+        else:
+            sim.step()
+        stamp = loop.stamp_ns(sim.state.step_count)
+        output = supervisor.observe(stamp, sim.sensor_sample(), stamp)
+        results += output.results
+        if not submitted:
+            answer, _ = supervisor.submit_goal(b"goal", timeline.steps, True, stamp)
+            assert answer.accepted, answer
+            submitted = True
+    assert stamp > ORIGIN_NS
+    return results, supervisor
+
+
+def test_a_walk_that_happened_succeeds_with_every_touchdown_seen(talos):
+    results, supervisor = supervised_walk(talos)
+    assert [(r.error_code, r.last_completed_step_index) for r in results] == [(WalkErrorCode.NONE, 3)]
+    for k in (1, 2, 3):
+        assert supervisor.landings.touchdown(k) is not None
+        assert supervisor.landings.landing_error(k) < 0.01
+
+
+def test_a_robot_frozen_mid_walk_is_never_a_successful_walk(talos):
+    results, _ = supervised_walk(talos, freeze_at=1.0)  # in the first step's single support
+    (result,) = results
+    assert result.error_code == WalkErrorCode.LANDING_NOT_MEASURED
+    # the left foot stays in the air (steps 1 and 3), the right one never leaves the ground (step 2)
+    assert result.error_msg == ("the steps ran out by the clock, but no lift-off seen in the contact forces "
+                                "for steps [2]; no touchdown seen in the contact forces for steps [1, 3]")
+
+
+def test_without_contact_sensors_nothing_counts_as_measured(talos):
+    monitor = LandingMonitor()
+    assert monitor.problems([1, 2]) == ["no contact sensors named left_foot/right_foot* in the samples: no "
+                                        "touchdown measured"]
+    assert LandingMonitor(LandingParameters(enabled=False)).problems([1, 2]) == []
+
+
+def test_parameters_are_validated():
+    with pytest.raises(ParameterError, match="load_fraction"):
+        LandingParameters(load_fraction=0.7)
+    with pytest.raises(ParameterError, match="contact_prefixes"):
+        LandingParameters(contact_prefixes=("left",))
