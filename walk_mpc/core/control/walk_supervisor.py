@@ -140,6 +140,8 @@ class _Link:
     topic: str
     steady_ns: Optional[int] = None  # steady clock of the last report
     stamp_ns: Optional[int] = None  # stamp of the last report (sensor time)
+    silent_ns: int = 0  # sensor time the samples flowed without a report (gaps of the stream excluded)
+    reported: bool = False  # a report came since the previous sample
 
 
 class WalkSupervisor:
@@ -254,7 +256,7 @@ class WalkSupervisor:
             self._resume(results, f"no SensorState on '{self.params.sensor_topic}' for "
                          f"{gap_ns / NS_PER_S:.3f} s (two stamps that far apart; sensor_timeout "
                          f"{self.params.sensor_timeout} s)")
-        self._check_links_by_stamp(stamp_ns, results)
+        self._check_links_by_stamp(min(gap_ns, self._period_ns), results)
         t = (stamp_ns - self._origin_ns) / NS_PER_S
         walking = self.walking
         status = self._core.step(max(0.0, t - self._core.time))
@@ -345,9 +347,12 @@ class WalkSupervisor:
                 self._stop(results, WalkErrorCode.SENSOR_TIMEOUT, f"no SensorState on "
                            f"'{self.params.sensor_topic}' for {age:.3f} s (sensor_timeout "
                            f"{self.params.sensor_timeout} s)")
-        if self.walking:
+        # A link is silent when the samples kept coming for link_timeout after its last report (a stalled
+        # stream silences every link: the sensor timeout decides then).
+        last = self._last_sample_steady
+        if self.walking and last is not None:
             for name, link in self._links.items():
-                if link.steady_ns is not None and steady_ns - link.steady_ns > self._link_ns:
+                if link.steady_ns is not None and last - link.steady_ns > self._link_ns:
                     self._abort_link(name, (steady_ns - link.steady_ns) / NS_PER_S, results)
                     break
         return SupervisorOutput(plan=self._plan_if_changed(), results=tuple(results))
@@ -361,6 +366,7 @@ class WalkSupervisor:
         link = self._links.get(component)
         if link is not None:
             link.steady_ns, link.stamp_ns = steady_ns, int(stamp_ns)
+            link.silent_ns, link.reported = 0, True
         if status == 0:
             return SupervisorOutput()
         code = LINK_ERRORS.get(component, WalkErrorCode.PLANNER_FAILURE)
@@ -372,12 +378,20 @@ class WalkSupervisor:
         cause = f"{name} ({reason})" if reason else name
         return self.abort(code, f"{component} reported {cause} at stamp {stamp_ns / NS_PER_S:.3f} s")
 
-    def _check_links_by_stamp(self, stamp_ns: int, results: list) -> None:
+    def _check_links_by_stamp(self, step_ns: int, results: list) -> None:
+        """Sensor time the samples flowed without a report of each link (``step_ns`` since the previous
+        sample, at most a control period: a gap of the stream is the sensor timeout's business, and the links
+        need a moment to answer the first sample after it)."""
+        for link in self._links.values():
+            if link.reported:
+                link.reported = False
+            elif link.stamp_ns is not None:
+                link.silent_ns += step_ns
         if not self.walking:
             return
         for name, link in self._links.items():
-            if link.stamp_ns is not None and stamp_ns - link.stamp_ns > self._link_ns:
-                self._abort_link(name, (stamp_ns - link.stamp_ns) / NS_PER_S, results, "of sensor time")
+            if link.silent_ns > self._link_ns:
+                self._abort_link(name, link.silent_ns / NS_PER_S, results, "of sensor samples")
                 return
 
     def _silence(self, name: str, age: float, what: str = "") -> str:
