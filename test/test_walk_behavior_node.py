@@ -632,7 +632,8 @@ def test_in_process_samples_resuming_after_an_outage_reanchor_stand_at_the_measu
             assert len(plans) == 1
             ns += 80 * SAMPLE_PERIOD_NS  # 0.8 s outage
             node._on_sensor_state(sample(ns, moved))
-            assert len(plans) == 2 and plans[-1].walking is False and plans[-1].plan_id == 2
+            assert len(plans) == 2 and plans[-1].walking is False
+            assert plans[-1].plan_id == plans[0].plan_id + 1
             assert plans[-1].left_start_position.x == pytest.approx(left_x - 0.7, abs=1e-9)
             assert plans[-1].right_start_position.y == pytest.approx(
                 soles[robot.right_foot_frame][0][1] + 0.1, abs=1e-9)

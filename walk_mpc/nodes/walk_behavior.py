@@ -366,6 +366,9 @@ class WalkBehaviorNode(GraphNode):
         names = {"sensor_topic": self._sensor_sub.topic_name, "fall_topic": self._fall_sub.topic_name,
                  "link_topics": tuple({"mpc_planner": self._mpc_sub, "ik": self._ik_sub}[name].topic_name
                                       for name in params.watch_links)}
+        # Plan ids of this run start from the wall clock (ms, modulo 2^31): a restarted walk_behavior does not
+        # reuse the ids its previous run gave to the plans the other nodes still follow.
+        names["first_plan_id"] = 1 + (time.time_ns() // 1_000_000) % (2**31 - 2**20)
         self._supervisor = WalkSupervisor(dataclasses.replace(params.supervisor, **names), robot,
                                           RosLog(self.get_logger(), WARNING_PERIOD))
         self._wake_up = self.create_guard_condition(lambda: None, callback_group=self._action_group)

@@ -83,6 +83,8 @@ class WalkSupervisorParameters:
             lifted off, landed and (with measured feet) landed within tolerance (else LANDING_NOT_MEASURED).
         sensor_topic: Name of the sample stream, for the messages.
         fall_topic: Name of the fall detector's output, for the messages.
+        first_plan_id: ``plan_id`` of the first plan (a restarted node should not reuse the ids of its
+            previous run: the consumers install a plan whose id differs from the one they follow).
     """
 
     behavior: WalkBehavior.Parameters = dataclasses.field(default_factory=WalkBehavior.Parameters)
@@ -96,6 +98,7 @@ class WalkSupervisorParameters:
     landings: LandingParameters = dataclasses.field(default_factory=LandingParameters)
     sensor_topic: str = "sensor_state"
     fall_topic: str = "fall"
+    first_plan_id: int = 1
 
     def __post_init__(self) -> None:
         if not isinstance(self.behavior, WalkBehavior.Parameters):
@@ -114,6 +117,9 @@ class WalkSupervisorParameters:
             raise ParameterError("link_topics", list(self.link_topics), "one topic per watched link")
         if not isinstance(self.stamps, StampGuardParameters):
             raise ParameterError("stamps", self.stamps, "a StampGuardParameters")
+        if isinstance(self.first_plan_id, bool) or not isinstance(self.first_plan_id, int) or not (
+                1 <= self.first_plan_id < 2**31):
+            raise ParameterError("first_plan_id", self.first_plan_id, "an integer in [1, 2^31)")
         if not isinstance(self.landings, LandingParameters):
             raise ParameterError("landings", self.landings, "a LandingParameters")
 
@@ -185,7 +191,7 @@ class WalkSupervisor:
         self._last_stamp_ns: Optional[int] = None
         self._measured: Optional[dict] = None
         self._fallen = False
-        self._plan_id = 0
+        self._plan_id = self.params.first_plan_id - 1
         self._plan_timeline: Optional[Timeline] = None
         self._plan_walking: Optional[bool] = None
         self._rejecting = ""
@@ -210,7 +216,7 @@ class WalkSupervisor:
 
     @property
     def plan_id(self) -> int:
-        """Id of the last plan produced (0: none yet)."""
+        """Id of the last plan produced (``first_plan_id - 1``: none yet)."""
         return self._plan_id
 
     # ------------------------------------------------------------------ sensor samples
