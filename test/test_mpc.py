@@ -9,6 +9,7 @@ import pytest
 from mpc_problems import SMPC_PARAMS, SMPC_TICKS, load_reference_walk, run_reference_walk, walk_timeline
 
 from walk_mpc.core.errors import InputError, ParameterError, ShapeError
+from walk_mpc.core.mpc import daqp_backend as mpc_daqp
 from walk_mpc.core.mpc import exact as mpc_exact
 from walk_mpc.core.mpc.preview import Preview, PreviewBuilder, SoleParameters
 from walk_mpc.core.mpc.problem import Mpc, MpcParameters, MpcWeights, OsqpSettings, PlanStatus
@@ -26,9 +27,11 @@ def _state(plan):
 
 @pytest.fixture(params=["kernel", "numpy"])
 def exact_impl(request, monkeypatch):
-    """Run a test with the compiled kernel (if numba is installed) and with the numpy implementation."""
+    """Run a test with the compiled kernels of the exact and daqp backends (if numba is installed) and with
+    their numpy implementations."""
     if request.param == "numpy":
         monkeypatch.setattr(mpc_exact, "USE_KERNEL", False)
+        monkeypatch.setattr(mpc_daqp, "USE_KERNEL", False)
     elif mpc_exact._load_kernel() is None:
         pytest.skip("numba not installed")
     return request.param
@@ -36,8 +39,8 @@ def exact_impl(request, monkeypatch):
 
 @pytest.mark.parametrize("backend, tolerance", [("exact", 1e-9), ("daqp", 1e-9), ("osqp", 1e-5)])
 def test_reference_walk_reproduces_smpc_solver_on_all_142_ticks(walk, backend, tolerance, exact_impl):
-    if backend != "exact" and exact_impl == "numpy":
-        pytest.skip("implementation switch only concerns the exact backend")
+    if backend == "osqp" and exact_impl == "numpy":
+        pytest.skip("implementation switch only concerns the exact and daqp backends")
     mpc = Mpc(dataclasses.replace(SMPC_PARAMS, backend=backend))
     plans = run_reference_walk(mpc, walk)
     assert len(plans) == SMPC_TICKS
@@ -109,6 +112,46 @@ def test_exact_backend_warm_started_with_every_bound_solves_within_its_arrays(ex
     daqp = Mpc(dataclasses.replace(params, backend="daqp"), first_interval=0.02).solve(case["x0"], preview)
     assert daqp.status is PlanStatus.SOLVED
     np.testing.assert_allclose(plan.zmp, daqp.zmp, atol=1e-6)
+
+
+def test_daqp_warm_start_keeps_few_iterations_and_matches_the_exact_backend(walk, exact_impl):
+    """DAQP starts each tick from the previous active set shifted by one interval, each bound on its side
+    (upper, or lower: DAQP's LOWER flag): on the steady reference walk a tick takes about two iterations
+    (DAQP counts its final check), far fewer than from a cold start, and the plans are the exact backend's.
+    Also on a turning walk, whose rotated boxes change the constraint matrix from tick to tick."""
+    daqp = Mpc(dataclasses.replace(SMPC_PARAMS, backend="daqp"))
+    assert daqp._backend.accelerated == (exact_impl == "kernel")
+    plans, sides = [], set()
+    state = np.zeros((3, 2))
+    for k in range(SMPC_TICKS):
+        plans.append(daqp.solve(state, walk.preview(k)))
+        sides.update(daqp.save()[1].tolist())  # the warm start of the next tick
+        state = _state(plans[-1])
+    assert sides == {0, 1, 3}  # bounds active at their upper (1) and at their lower (1 + 2) limit
+    exact = run_reference_walk(Mpc(SMPC_PARAMS), walk)
+    for a, b in zip(plans, exact):
+        assert a.status is PlanStatus.SOLVED
+        np.testing.assert_allclose(a.zmp, b.zmp, atol=1e-9)
+        np.testing.assert_allclose(a.jerk, b.jerk, atol=1e-6)
+    warm = np.mean([p.iterations for p in plans[1:]])
+    cold = Mpc(dataclasses.replace(SMPC_PARAMS, backend="daqp"))
+    cold_iterations = []
+    for k, plan in enumerate(exact[:-1]):  # from the same states, without the warm start
+        cold.reset()
+        cold_iterations.append(cold.solve(_state(plan), walk.preview(k + 1)).iterations)
+    assert warm <= 3.0 < np.mean(cold_iterations)
+    timeline = walk_timeline("turning")
+    builder = PreviewBuilder(timeline, SoleParameters(), 0.04, 40)
+    solvers = {name: Mpc(MpcParameters(backend=name)) for name in ("daqp", "exact")}
+    states = {name: np.zeros((3, 2)) for name in solvers}
+    iterations = []
+    for t in np.arange(0.0, timeline.t_end, 0.04):
+        preview = builder.build(float(t))
+        turning = {name: mpc.solve(states[name], preview) for name, mpc in solvers.items()}
+        np.testing.assert_allclose(turning["daqp"].zmp, turning["exact"].zmp, atol=1e-9)
+        iterations.append(turning["daqp"].iterations)
+        states = {name: _state(plan) for name, plan in turning.items()}
+    assert np.mean(iterations[1:]) <= 3.0
 
 
 def test_plan_is_self_consistent_and_shifts_by_one_interval(walk):
