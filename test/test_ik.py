@@ -120,7 +120,7 @@ def test_initial_configuration_outside_limits_is_clipped_first(talos):
 
 
 def test_non_converged_solve_reports_failure_with_its_best_configuration(talos):
-    solver = IKSolver(talos, IKSolver.Parameters(max_iterations=1))
+    solver = IKSolver(talos, IKSolver.Parameters(max_iterations=1, acceptance_factor=1.0))
     q0 = talos.reference_configuration()
     base = targets_from_configuration(talos, q0)
     targets = IKTargets(com_position=base.com_position + [0.05, 0.03, -0.05],
@@ -404,3 +404,20 @@ def test_targets_are_the_same_only_when_every_target_is_bit_for_bit_equal():
     assert not a.same_as(other_foot)
     assert not a.same_as(dataclasses.replace(a, posture=np.zeros(39)))
     assert not a.same_as(None)
+
+
+def test_a_solve_near_its_tolerance_at_max_iterations_is_accepted_and_says_so(talos):
+    """Issue 17: a restarted ik failed on residuals of 1.6e-5 m (tolerance 1e-5) and held the last command,
+    freezing the robot while the plan went on. Within acceptance_factor x the tolerances it succeeds."""
+    q0 = talos.reference_configuration()
+    base = targets_from_configuration(talos, q0)
+    targets = IKTargets(com_position=base.com_position + [0.02, 0.01, -0.01],
+                        foot_positions=base.foot_positions, foot_rotations=base.foot_rotations)
+    strict = IKSolver(talos, IKSolver.Parameters(max_iterations=2, acceptance_factor=1.0)).solve(targets, q0)
+    accepted = IKSolver(talos, IKSolver.Parameters(max_iterations=2)).solve(targets, q0)
+    assert not strict.success and 1e-5 < strict.position_residual < 1e-3
+    assert accepted.success and "accepted" in accepted.message
+    assert np.array_equal(accepted.q, strict.q)
+    with pytest.raises(ParameterError, match="acceptance_factor"):
+        IKSolver.Parameters(acceptance_factor=0.5)
+

@@ -364,6 +364,11 @@ class IKSolver:
             reuse_jacobian: After a full step that cut the residual tenfold, take the next step
                 with the same Jacobian and Cholesky factor (chord step, no posture term), and
                 further chord steps while each cuts the residual tenfold.
+            acceptance_factor: A solve that reaches ``max_iterations`` with every residual within this
+                multiple of its tolerance (default 100: 1 mm, 0.01 rad) still succeeds (its message says
+                so): the next tick solves again from it and the targets are absolute, so nothing
+                accumulates, while holding the last command instead would freeze the robot mid-motion.
+                1 = only converged solves succeed.
         """
 
         max_iterations: int = 10
@@ -377,6 +382,7 @@ class IKSolver:
         posture_gain: float = 0.1
         max_step: float = 0.3
         reuse_jacobian: bool = True
+        acceptance_factor: float = 100.0
 
         def __post_init__(self) -> None:
             check_int_range("max_iterations", self.max_iterations, 1, 1000)
@@ -391,6 +397,9 @@ class IKSolver:
             check_positive("max_step", self.max_step)
             if not isinstance(self.reuse_jacobian, bool):
                 raise ParameterError("reuse_jacobian", self.reuse_jacobian, "true or false")
+            factor = self.acceptance_factor
+            if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 1.0 <= factor < 1e6:
+                raise ParameterError("acceptance_factor", self.acceptance_factor, "a number in [1, 1e6)")
 
     def __init__(self, robot: RobotModel, params: IKSolver.Parameters | None = None) -> None:
         """Create a solver for ``robot`` (it owns its own pinocchio data)."""
@@ -472,7 +481,8 @@ class IKSolver:
                 measured configuration; joints outside their limits are clipped first.
 
         Returns:
-            The result; ``success`` is False when ``max_iterations`` is reached first.
+            The result; ``success`` is False when ``max_iterations`` is reached first with a residual
+            beyond ``acceptance_factor`` times a tolerance.
 
         Raises:
             InputError: If ``q_init`` is malformed or non-finite.
@@ -490,7 +500,11 @@ class IKSolver:
             raise ModelError(f"IK iteration failed in pinocchio: {exc}") from exc
         if best_sq is None:  # kinematics were not finite even at q_init
             best_sq = np.full(len(layout.names), math.inf)
-        result = self._result(layout, best_q, best_merit <= 1.0, best_sq, iterations,
+        success = best_merit <= 1.0
+        if not success and best_merit <= self.params.acceptance_factor ** 2:
+            success = True
+            message = f"{message}; within {self.params.acceptance_factor:g} x the tolerances (accepted)"
+        result = self._result(layout, best_q, success, best_sq, iterations,
                               time.perf_counter() - start, limited, message)
         self.last_result = result
         return result
