@@ -220,11 +220,12 @@ class Preview:
             raise ShapeError("durations", durations.shape, "(N,) with N >= 1")
         if durations[durations.argmin()] <= 0.0:
             raise InputError("durations", self.durations, "durations > 0 [s]")
-        setter = object.__setattr__
-        setter(self, "durations", durations)
-        setter(self, "angles", _array("angles", self.angles, 1, (n,)))
+        fields = self.__dict__  # (frozen dataclass: the validated arrays replace the given values)
+        fields["durations"] = durations
+        fields["angles"] = _array("angles", fields["angles"], 1, (n,))
+        shape = (n, 2)
         for name in ("lower", "upper", "zmp_ref"):
-            setter(self, name, _array(name, getattr(self, name), 2, (n, 2)))
+            fields[name] = _array(name, fields[name], 2, shape)
         if not math.isfinite(self.t_start):
             raise InputError("t_start", self.t_start, "a finite time [s]")
 
@@ -288,10 +289,13 @@ class Preview:
         return np.max(np.maximum(local - self.upper, self.lower - local), axis=1).clip(min=0.0)
 
 
+_FLOAT64 = np.dtype(np.float64)
+
+
 def _array(name: str, value, ndim: int, shape: Optional[Tuple[int, ...]] = None) -> np.ndarray:
     """Read-only, C-contiguous finite float array (shared if it already is one, else copied)."""
-    if (isinstance(value, np.ndarray) and value.dtype == np.float64 and not value.flags.writeable
-            and value.flags.c_contiguous):
+    flags = value.flags if type(value) is np.ndarray and value.dtype is _FLOAT64 else None
+    if flags is not None and not flags.writeable and flags.c_contiguous:
         array = value
     else:
         try:
