@@ -1,9 +1,15 @@
-"""Benchmark: the smpc_solver test_13 reference walk (142 ticks, closed loop) with every MPC backend.
+"""Benchmark: the smpc_solver test_13 reference walk (142 ticks, closed loop) with every MPC backend and
+qpmpc + ProxQP, then the timeline walks of the tests as MpcPlanner ticks them.
 
-Prints, per backend, the median and p99 tick time [us] (``Mpc.solve`` given the preview, and the full
-tick including building the :class:`Preview` from the per-interval arrays), the largest deviation
-from reference_walk.csv and the largest ZMP bound violation; then qpmpc + ProxQP on the same QP in
-the same run and the speed ratio. Run with ``OPENBLAS_NUM_THREADS=1``::
+Like is compared with like, in one run: the *solve* (the QP given its data: ``Mpc.solve`` given the
+preview; qpmpc: ProxQP given the QP qpmpc built) with the solve, the *tick* (the tick's data and the
+solve: the checked :class:`Preview` of the walk's per-interval arrays + ``Mpc.solve``; qpmpc: MPCProblem
++ its QP + ProxQP, both axes) with the tick. Each figure is a median and a p99 [us], and the ratio of
+medians to the exact backend of the same run. The timeline walks (straight, turning, lateral) tick
+every 20 ms as MpcPlanner does: the window from :class:`PreviewBuilder` (trusted path) + ``Mpc.solve``,
+a fresh builder per walk (phases filled as the window reaches them). Also printed: the largest
+deviation from reference_walk.csv, the largest ZMP bound violation and the mean solver iterations. Run
+with ``OPENBLAS_NUM_THREADS=1``::
 
     OPENBLAS_NUM_THREADS=1 .venv/bin/python -P benchmarks/mpc_smpc_walk.py --repeat 20 --out walk.csv
 """
@@ -21,19 +27,26 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))
 
-from mpc_problems import SMPC_PARAMS, SMPC_TICKS, load_reference_walk  # noqa: E402
+from mpc_problems import SMPC_PARAMS, SMPC_TICKS, load_reference_walk, walk_timeline  # noqa: E402
 
+from walk_mpc.core.mpc import daqp_backend as mpc_daqp  # noqa: E402
 from walk_mpc.core.mpc import exact as mpc_exact  # noqa: E402
-from walk_mpc.core.mpc.preview import Preview  # noqa: E402
+from walk_mpc.core.mpc.planner import PlannerParameters  # noqa: E402
+from walk_mpc.core.mpc.preview import Preview, PreviewBuilder  # noqa: E402
 from walk_mpc.core.mpc.problem import Mpc  # noqa: E402
 
 
+def _state(plan) -> np.ndarray:
+    return np.stack([plan.com_position[0], plan.com_velocity[0], plan.com_acceleration[0]])
+
+
 def run_backend(walk, backend: str, repeat: int, use_kernel: bool = True):
-    """Closed loop ``repeat`` times; returns (solve times, full tick times, last run's rows, violation)."""
-    mpc_exact.USE_KERNEL = use_kernel
+    """Closed loop ``repeat`` times; returns (solve times, tick times [us], last run's rows, largest
+    violation, mean iterations)."""
+    mpc_exact.USE_KERNEL = mpc_daqp.USE_KERNEL = use_kernel
     mpc = Mpc(dataclasses.replace(SMPC_PARAMS, backend=backend))
     n = mpc.horizon
-    solve_times, tick_times = [], []
+    solve_times, tick_times, iterations = [], [], []
     rows, violation = [], 0.0
     mpc.solve(np.zeros((3, 2)), walk.preview(0, durations=mpc.durations))  # compile / set up
     for _ in range(repeat):
@@ -50,18 +63,23 @@ def run_backend(walk, backend: str, repeat: int, use_kernel: bool = True):
             done = time.perf_counter()
             solve_times.append(done - built)
             tick_times.append(done - start)
-            state = np.stack([plan.com_position[0], plan.com_velocity[0], plan.com_acceleration[0]])
+            iterations.append(plan.iterations)
+            state = _state(plan)
             violation = max(violation, float(preview.violation(plan.zmp).max()))
             rows.append((k, (k + 1) * 0.04, state, plan.zmp[0], walk.zmp_ref[k], walk.lower[k],
                          walk.upper[k]))
-    mpc_exact.USE_KERNEL = True
-    return np.array(solve_times) * 1e6, np.array(tick_times) * 1e6, rows, violation
+    mpc_exact.USE_KERNEL = mpc_daqp.USE_KERNEL = True
+    return (np.array(solve_times) * 1e6, np.array(tick_times) * 1e6, rows, violation,
+            float(np.mean(iterations)))
 
 
 def run_qpmpc(walk, repeat: int):
     """The same QP per axis with qpmpc + ProxQP (qpmpc's cost is uniform on the state, so the state is
-    scaled: xi = diag(sqrt(zmp), sqrt(velocity), sqrt(acceleration)) (z, v, a))."""
+    scaled: xi = diag(sqrt(zmp), sqrt(velocity), sqrt(acceleration)) (z, v, a)). Returns (solve times,
+    tick times [us], CoM, ZMP)."""
     import qpmpc
+    from qpmpc.mpc_qp import MPCQP
+    from qpsolvers import solve_problem
 
     p = SMPC_PARAMS
     n, dt, zeta, w = p.horizon, p.sampling_period, p.com_height / p.gravity, p.weights
@@ -74,12 +92,13 @@ def run_qpmpc(walk, repeat: int):
     g = np.array([[1.0 / np.sqrt(w.zmp), 0.0, 0.0]])  # ZMP row in xi coordinates
     c_k = np.vstack([g @ a_xi, -g @ a_xi])  # constraint at stage k acts on x_{k+1}
     d_k = np.vstack([g @ b_xi, -g @ b_xi])
-    times, com, zmp = [], None, None
+    solve_times, tick_times, com, zmp = [], [], None, None
     for _ in range(repeat):
         state = np.zeros((3, 2))
         com, zmp = [], []
         for k in range(SMPC_TICKS):
             start = time.perf_counter()
+            solving = 0.0
             jerk = np.zeros(2)
             for axis in range(2):
                 sl = slice(k, k + n)
@@ -94,13 +113,50 @@ def run_qpmpc(walk, repeat: int):
                     nb_timesteps=n, terminal_cost_weight=1.0, stage_state_cost_weight=1.0,
                     stage_input_cost_weight=w.jerk, initial_state=to_xi @ state[:, axis],
                     goal_state=goal, target_states=targets.ravel())
-                plan = qpmpc.solve_mpc(problem, solver="proxqp")
-                jerk[axis] = plan.first_input[0]
-            times.append(time.perf_counter() - start)
+                qp = MPCQP(problem).problem  # what qpmpc.solve_mpc does, with the solve timed apart
+                before = time.perf_counter()
+                solution = solve_problem(qp, solver="proxqp")
+                solving += time.perf_counter() - before
+                jerk[axis] = qpmpc.Plan(problem, solution).first_input[0]
+            tick_times.append(time.perf_counter() - start)
+            solve_times.append(solving)
             state = a_c @ state + b_c @ jerk[None, :]
             com.append(state[0].copy())
             zmp.append(state[0] - zeta * state[2])
-    return np.array(times) * 1e6, np.array(com), np.array(zmp)
+    return np.array(solve_times) * 1e6, np.array(tick_times) * 1e6, np.array(com), np.array(zmp)
+
+
+def run_timeline_walk(name: str, repeat: int, backend: str = "exact"):
+    """MpcPlanner's ticks (20 ms, first interval 20 ms) on a test walk, closed loop, a fresh builder each
+    time; returns (build, solve, tick times [us], mean iterations)."""
+    params = PlannerParameters()
+    mpc_params = dataclasses.replace(params.mpc, backend=backend)
+    timeline = walk_timeline(name)
+    mpc = Mpc(mpc_params, first_interval=params.control_period)
+    times = np.arange(0.0, timeline.t_end, params.control_period)
+    builds, solves, iterations = [], [], []
+    for _ in range(repeat + 1):  # the first walk warms up (compiled loops, caches), not counted
+        builder = PreviewBuilder(timeline, params.sole, mpc_params.sampling_period, mpc_params.horizon,
+                                 params.control_period)
+        builder.durations = mpc.durations  # shared with the MPC, as MpcPlanner does
+        mpc.reset()
+        state = np.zeros((3, 2))
+        walk_builds, walk_solves = [], []
+        for t in times:
+            start = time.perf_counter()
+            preview = builder.build(float(t))
+            built = time.perf_counter()
+            plan = mpc.solve(state, preview)
+            done = time.perf_counter()
+            walk_builds.append(built - start)
+            walk_solves.append(done - built)
+            iterations.append(plan.iterations)
+            state = _state(plan)
+        if _ > 0:
+            builds += walk_builds
+            solves += walk_solves
+    builds, solves = np.array(builds) * 1e6, np.array(solves) * 1e6
+    return builds, solves, builds + solves, float(np.mean(iterations))
 
 
 def deviation(walk, com, zmp) -> float:
@@ -125,40 +181,77 @@ def write_csv(path: str, rows) -> None:
                              f"{z[0]:.12f}", f"{z[1]:.12f}", inside])
 
 
+def _figures(times: np.ndarray, base: float) -> str:
+    """median, p99 and median / base."""
+    return f"{np.median(times):9.1f} {np.percentile(times, 99):7.1f} {np.median(times) / base:6.2f}x"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=20, help="closed-loop walks per fast backend")
     parser.add_argument("--repeat-slow", type=int, default=3, help="walks for osqp, daqp and qpmpc")
     parser.add_argument("--out", help="write the exact backend's per-tick CoM/ZMP to this CSV")
     parser.add_argument("--skip-qpmpc", action="store_true")
+    parser.add_argument("--skip-timeline", action="store_true", help="skip the timeline walks")
     args = parser.parse_args()
     walk = load_reference_walk()
-    print(f"smpc_test13 reference walk: {SMPC_TICKS} ticks, N = {SMPC_PARAMS.horizon}, T = "
-          f"{SMPC_PARAMS.sampling_period} s; times in us (median / p99)")
-    print(f"{'backend':16s} {'solve med':>9s} {'p99':>7s} {'tick med':>9s} {'p99':>7s} "
-          f"{'max dev [m]':>12s} {'max viol [m]':>12s}")
-    results = {}
     kernel = mpc_exact._load_kernel() is not None
+    best = "exact" if kernel else "exact[numpy]"
+    print(f"smpc_test13 reference walk: {SMPC_TICKS} ticks, N = {SMPC_PARAMS.horizon}, T = "
+          f"{SMPC_PARAMS.sampling_period} s, closed loop. Times in us: median, p99, median / median of "
+          f"{best}")
+    print("  solve = the QP given its data; tick = the tick's data (checked Preview of the per-interval")
+    print("  arrays; qpmpc: MPCProblem and its QP, both axes) + the solve")
+    print(f"{'backend':14s} {'solve med':>9s} {'p99':>7s} {'ratio':>7s} {'tick med':>9s} {'p99':>7s} "
+          f"{'ratio':>7s} {'iters':>6s} {'max dev [m]':>12s} {'max viol [m]':>12s}")
     configs = [("exact", "exact", True)] if kernel else []
-    configs += [("exact[numpy]", "exact", False), ("daqp", "daqp", True), ("osqp", "osqp", True)]
+    configs += [("exact[numpy]", "exact", False), ("daqp", "daqp", True), ("daqp[numpy]", "daqp", False),
+                ("osqp", "osqp", True)]
+    results = {}
     for label, backend, use_kernel in configs:
         repeat = args.repeat if backend == "exact" else args.repeat_slow
-        solve, tick, rows, viol = run_backend(walk, backend, repeat, use_kernel)
+        solve, tick, rows, viol, iterations = run_backend(walk, backend, repeat, use_kernel)
+        results[label] = (solve, tick)
+        base_solve, base_tick = (np.median(t) for t in results[best])
         com = np.array([r[2][0] for r in rows])
         zmp = np.array([r[3] for r in rows])
-        results[label] = solve
-        print(f"{label:16s} {np.median(solve):9.1f} {np.percentile(solve, 99):7.1f} {np.median(tick):9.1f} "
-              f"{np.percentile(tick, 99):7.1f} {deviation(walk, com, zmp):12.2e} {viol:12.2e}")
+        print(f"{label:14s} {_figures(solve, base_solve)} {_figures(tick, base_tick)} {iterations:6.2f} "
+              f"{deviation(walk, com, zmp):12.2e} {viol:12.2e}")
         if args.out and label == configs[0][0]:
             write_csv(args.out, rows)
+    base_solve, base_tick = (np.median(t) for t in results[best])
     if not args.skip_qpmpc:
-        times, com, zmp = run_qpmpc(walk, args.repeat_slow)
-        print(f"{'qpmpc+proxqp':16s} {np.median(times):9.1f} {np.percentile(times, 99):7.1f} {'':9s} {'':7s} "
+        solve, tick, com, zmp = run_qpmpc(walk, args.repeat_slow)
+        print(f"{'qpmpc+proxqp':14s} {_figures(solve, base_solve)} {_figures(tick, base_tick)} {'':6s} "
               f"{deviation(walk, com, zmp):12.2e}")
-        best = configs[0][0]
-        ratio = np.median(times) / np.median(results[best])
-        print(f"speed ratio qpmpc+ProxQP / {best}: {ratio:.0f}x (median)")
-    print("C++ smpc_solver active set on this machine kind (README): 15.8 us median, 23 us p99")
+        print(f"qpmpc+ProxQP / {best}: tick vs tick {np.median(tick) / base_tick:.0f}x, solve vs solve "
+              f"{np.median(solve) / base_solve:.0f}x (medians)")
+    print("C++ smpc_solver active set on this machine kind (README): 15.8 us median, 23 us p99 per solve")
+    if args.skip_timeline:
+        return
+    params = PlannerParameters()
+    print(f"\ntimeline walks (tests' mpc_problems), MpcPlanner's grid: {params.control_period * 1e3:.0f} ms "
+          f"ticks, N = {params.mpc.horizon}, T = {params.mpc.sampling_period} s, closed loop; times in us: "
+          "median, p99")
+    print("  build = PreviewBuilder.build; tick = build + Mpc.solve")
+    print(f"{'walk':16s} {'build med':>9s} {'p99':>7s} {'solve med':>9s} {'p99':>7s} {'tick med':>9s} "
+          f"{'p99':>7s} {'tick/solve':>10s} {'p99/med':>8s} {'iters':>6s}")
+    medians = {}
+    for backend in ("exact", "daqp"):
+        for name in ("straight", "turning", "lateral"):
+            repeat = max(1, args.repeat // 4) if backend == "exact" else 1
+            build, solve, tick, iterations = run_timeline_walk(name, repeat, backend)
+            medians[(backend, name)] = np.median(solve)
+            print(f"{name + ' ' + backend:16s} {np.median(build):9.1f} {np.percentile(build, 99):7.1f} "
+                  f"{np.median(solve):9.1f} {np.percentile(solve, 99):7.1f} {np.median(tick):9.1f} "
+                  f"{np.percentile(tick, 99):7.1f} {np.median(tick) / np.median(solve):9.2f}x "
+                  f"{np.percentile(tick, 99) / np.median(tick):7.2f}x {iterations:6.2f}")
+    for backend in ("exact", "daqp"):
+        turning, straight, lateral = (medians[(backend, name)] for name in ("turning", "straight", "lateral"))
+        print(f"{backend} solve medians: turning / straight {turning / straight:.2f}x, turning / lateral "
+              f"(aligned boxes) {turning / lateral:.2f}x")
+    for name in ("straight", "turning", "lateral"):
+        print(f"daqp / exact solve, {name}: {medians[('daqp', name)] / medians[('exact', name)]:.2f}x")
 
 
 if __name__ == "__main__":
