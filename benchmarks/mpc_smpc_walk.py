@@ -41,15 +41,16 @@ def _state(plan) -> np.ndarray:
 
 
 def run_backend(walk, backend: str, repeat: int, use_kernel: bool = True):
-    """Closed loop ``repeat`` times; returns (solve times, tick times [us], last run's rows, largest
-    violation, mean iterations)."""
+    """Closed loop ``repeat`` times after an untimed one; returns (solve times, tick times [us], last
+    run's rows, largest violation, mean iterations)."""
     mpc_exact.USE_KERNEL = mpc_daqp.USE_KERNEL = use_kernel
     mpc = Mpc(dataclasses.replace(SMPC_PARAMS, backend=backend))
     n = mpc.horizon
     solve_times, tick_times, iterations = [], [], []
     rows, violation = [], 0.0
-    mpc.solve(np.zeros((3, 2)), walk.preview(0, durations=mpc.durations))  # compile / set up
-    for _ in range(repeat):
+    for run in range(repeat + 1):  # the first walk warms up (compiled loops, caches), not counted
+        if run == 1:
+            solve_times, tick_times, iterations = [], [], []
         mpc.reset()
         state = np.zeros((3, 2))
         rows = []
@@ -76,7 +77,7 @@ def run_backend(walk, backend: str, repeat: int, use_kernel: bool = True):
 def run_qpmpc(walk, repeat: int):
     """The same QP per axis with qpmpc + ProxQP (qpmpc's cost is uniform on the state, so the state is
     scaled: xi = diag(sqrt(zmp), sqrt(velocity), sqrt(acceleration)) (z, v, a)). Returns (solve times,
-    tick times [us], CoM, ZMP)."""
+    tick times [us], CoM, ZMP), after an untimed walk."""
     import qpmpc
     from qpmpc.mpc_qp import MPCQP
     from qpsolvers import solve_problem
@@ -93,7 +94,9 @@ def run_qpmpc(walk, repeat: int):
     c_k = np.vstack([g @ a_xi, -g @ a_xi])  # constraint at stage k acts on x_{k+1}
     d_k = np.vstack([g @ b_xi, -g @ b_xi])
     solve_times, tick_times, com, zmp = [], [], None, None
-    for _ in range(repeat):
+    for run in range(repeat + 1):
+        if run == 1:
+            solve_times, tick_times = [], []
         state = np.zeros((3, 2))
         com, zmp = [], []
         for k in range(SMPC_TICKS):
@@ -126,37 +129,37 @@ def run_qpmpc(walk, repeat: int):
     return np.array(solve_times) * 1e6, np.array(tick_times) * 1e6, np.array(com), np.array(zmp)
 
 
-def run_timeline_walk(name: str, repeat: int, backend: str = "exact"):
-    """MpcPlanner's ticks (20 ms, first interval 20 ms) on a test walk, closed loop, a fresh builder each
-    time; returns (build, solve, tick times [us], mean iterations)."""
-    params = PlannerParameters()
-    mpc_params = dataclasses.replace(params.mpc, backend=backend)
-    timeline = walk_timeline(name)
-    mpc = Mpc(mpc_params, first_interval=params.control_period)
-    times = np.arange(0.0, timeline.t_end, params.control_period)
-    builds, solves, iterations = [], [], []
-    for _ in range(repeat + 1):  # the first walk warms up (compiled loops, caches), not counted
-        builder = PreviewBuilder(timeline, params.sole, mpc_params.sampling_period, mpc_params.horizon,
-                                 params.control_period)
+class TimelineWalk:
+    """MpcPlanner's ticks (20 ms, first interval 20 ms) on a test walk, closed loop, a fresh builder per
+    walk (phases filled as the window first reaches them): :meth:`run` times one walk."""
+
+    def __init__(self, name: str, backend: str) -> None:
+        self.params = PlannerParameters()
+        self.mpc_params = dataclasses.replace(self.params.mpc, backend=backend)
+        self.timeline = walk_timeline(name)
+        self.mpc = Mpc(self.mpc_params, first_interval=self.params.control_period)
+        self.times = np.arange(0.0, self.timeline.t_end, self.params.control_period)
+        self.builds, self.solves, self.iterations = [], [], []
+        self.run()  # warm-up (compiled loops, caches), not counted
+        self.builds, self.solves, self.iterations = [], [], []
+
+    def run(self) -> None:
+        params, mpc = self.params, self.mpc
+        builder = PreviewBuilder(self.timeline, params.sole, self.mpc_params.sampling_period,
+                                 self.mpc_params.horizon, params.control_period)
         builder.durations = mpc.durations  # shared with the MPC, as MpcPlanner does
         mpc.reset()
         state = np.zeros((3, 2))
-        walk_builds, walk_solves = [], []
-        for t in times:
+        for t in self.times:
             start = time.perf_counter()
             preview = builder.build(float(t))
             built = time.perf_counter()
             plan = mpc.solve(state, preview)
             done = time.perf_counter()
-            walk_builds.append(built - start)
-            walk_solves.append(done - built)
-            iterations.append(plan.iterations)
+            self.builds.append(built - start)
+            self.solves.append(done - built)
+            self.iterations.append(plan.iterations)
             state = _state(plan)
-        if _ > 0:
-            builds += walk_builds
-            solves += walk_solves
-    builds, solves = np.array(builds) * 1e6, np.array(solves) * 1e6
-    return builds, solves, builds + solves, float(np.mean(iterations))
 
 
 def deviation(walk, com, zmp) -> float:
@@ -236,23 +239,26 @@ def main() -> None:
     print("  build = PreviewBuilder.build; tick = build + Mpc.solve")
     print(f"{'walk':16s} {'build med':>9s} {'p99':>7s} {'solve med':>9s} {'p99':>7s} {'tick med':>9s} "
           f"{'p99':>7s} {'tick/solve':>10s} {'p99/med':>8s} {'iters':>6s}")
+    names, backends = ("straight", "turning", "lateral"), ("exact", "daqp")
+    walks = {(backend, name): TimelineWalk(name, backend) for backend in backends for name in names}
+    for _ in range(max(1, args.repeat // 4)):  # interleaved: every walk sees the machine alike
+        for walk in walks.values():
+            walk.run()
     medians = {}
-    for backend in ("exact", "daqp"):
-        for name in ("straight", "turning", "lateral"):
-            repeat = max(1, args.repeat // 4) if backend == "exact" else 1
-            build, solve, tick, iterations = run_timeline_walk(name, repeat, backend)
-            medians[(backend, name)] = np.median(solve)
-            print(f"{name + ' ' + backend:16s} {np.median(build):9.1f} {np.percentile(build, 99):7.1f} "
-                  f"{np.median(solve):9.1f} {np.percentile(solve, 99):7.1f} {np.median(tick):9.1f} "
-                  f"{np.percentile(tick, 99):7.1f} {np.median(tick) / np.median(solve):9.2f}x "
-                  f"{np.percentile(tick, 99) / np.median(tick):7.2f}x {iterations:6.2f}")
-    for backend in ("exact", "daqp"):
-        turning, straight, lateral = (medians[(backend, name)] for name in ("turning", "straight", "lateral"))
+    for (backend, name), walk in walks.items():
+        build, solve = np.array(walk.builds) * 1e6, np.array(walk.solves) * 1e6
+        tick = build + solve
+        medians[(backend, name)] = np.median(solve)
+        print(f"{name + ' ' + backend:16s} {np.median(build):9.1f} {np.percentile(build, 99):7.1f} "
+              f"{np.median(solve):9.1f} {np.percentile(solve, 99):7.1f} {np.median(tick):9.1f} "
+              f"{np.percentile(tick, 99):7.1f} {np.median(tick) / np.median(solve):9.2f}x "
+              f"{np.percentile(tick, 99) / np.median(tick):7.2f}x {np.mean(walk.iterations):6.2f}")
+    for backend in backends:
+        turning, straight, lateral = (medians[(backend, name)] for name in names)
         print(f"{backend} solve medians: turning / straight {turning / straight:.2f}x, turning / lateral "
               f"(aligned boxes) {turning / lateral:.2f}x")
-    for name in ("straight", "turning", "lateral"):
-        print(f"daqp / exact solve, {name}: {medians[('daqp', name)] / medians[('exact', name)]:.2f}x")
-
+    print("daqp / exact solve medians: " + ", ".join(
+        f"{name} {medians[('daqp', name)] / medians[('exact', name)]:.2f}x" for name in names))
 
 if __name__ == "__main__":
     main()
