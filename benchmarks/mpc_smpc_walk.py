@@ -5,7 +5,8 @@ Like is compared with like, in one run: the *solve* (the QP given its data: ``Mp
 preview; qpmpc: ProxQP given the QP qpmpc built) with the solve, the *tick* (the tick's data and the
 solve: the checked :class:`Preview` of the walk's per-interval arrays + ``Mpc.solve``; qpmpc: MPCProblem
 + its QP + ProxQP, both axes) with the tick. Each figure is a median and a p99 [us], and the ratio of
-medians to the exact backend of the same run. The timeline walks (straight, turning, lateral) tick
+medians to the exact backend of the same run; the backends walk in interleaved rounds, so that a slower
+period of the machine weighs on all of them alike. The timeline walks (straight, turning, lateral) tick
 every 20 ms as MpcPlanner does: the window from :class:`PreviewBuilder` (trusted path) + ``Mpc.solve``,
 a fresh builder per walk (phases filled as the window reaches them). Also printed: the largest
 deviation from reference_walk.csv, the largest ZMP bound violation and the mean solver iterations. Run
@@ -40,20 +41,25 @@ def _state(plan) -> np.ndarray:
     return np.stack([plan.com_position[0], plan.com_velocity[0], plan.com_acceleration[0]])
 
 
-def run_backend(walk, backend: str, repeat: int, use_kernel: bool = True):
-    """Closed loop ``repeat`` times after an untimed one; returns (solve times, tick times [us], last
-    run's rows, largest violation, mean iterations)."""
-    mpc_exact.USE_KERNEL = mpc_daqp.USE_KERNEL = use_kernel
-    mpc = Mpc(dataclasses.replace(SMPC_PARAMS, backend=backend))
-    n = mpc.horizon
-    solve_times, tick_times, iterations = [], [], []
-    rows, violation = [], 0.0
-    for run in range(repeat + 1):  # the first walk warms up (compiled loops, caches), not counted
-        if run == 1:
-            solve_times, tick_times, iterations = [], [], []
+class BackendWalk:
+    """The reference walk with one backend: :meth:`run` times one closed-loop walk (solve and tick), keeping
+    the per-tick rows of the last one, the largest ZMP bound violation and the iterations."""
+
+    def __init__(self, walk, backend: str, use_kernel: bool = True) -> None:
+        mpc_exact.USE_KERNEL = mpc_daqp.USE_KERNEL = use_kernel
+        self.mpc = Mpc(dataclasses.replace(SMPC_PARAMS, backend=backend))
+        mpc_exact.USE_KERNEL = mpc_daqp.USE_KERNEL = True
+        self.walk = walk
+        self.rows, self.violation = [], 0.0
+        self.solves, self.ticks, self.iterations = [], [], []
+        self.run()  # warm-up (compiled loops, caches), not counted
+        self.solves, self.ticks, self.iterations = [], [], []
+
+    def run(self) -> None:
+        mpc, walk, n = self.mpc, self.walk, self.mpc.horizon
         mpc.reset()
         state = np.zeros((3, 2))
-        rows = []
+        self.rows = []
         for k in range(SMPC_TICKS):
             sl = slice(k, k + n)
             start = time.perf_counter()
@@ -62,41 +68,49 @@ def run_backend(walk, backend: str, repeat: int, use_kernel: bool = True):
             built = time.perf_counter()
             plan = mpc.solve(state, preview)
             done = time.perf_counter()
-            solve_times.append(done - built)
-            tick_times.append(done - start)
-            iterations.append(plan.iterations)
+            self.solves.append(done - built)
+            self.ticks.append(done - start)
+            self.iterations.append(plan.iterations)
             state = _state(plan)
-            violation = max(violation, float(preview.violation(plan.zmp).max()))
-            rows.append((k, (k + 1) * 0.04, state, plan.zmp[0], walk.zmp_ref[k], walk.lower[k],
-                         walk.upper[k]))
-    mpc_exact.USE_KERNEL = mpc_daqp.USE_KERNEL = True
-    return (np.array(solve_times) * 1e6, np.array(tick_times) * 1e6, rows, violation,
-            float(np.mean(iterations)))
+            self.violation = max(self.violation, float(preview.violation(plan.zmp).max()))
+            self.rows.append((k, (k + 1) * 0.04, state, plan.zmp[0], walk.zmp_ref[k], walk.lower[k],
+                              walk.upper[k]))
+
+    def trajectory(self):
+        """CoM and ZMP of the last walk, (142, 2) each."""
+        return np.array([r[2][0] for r in self.rows]), np.array([r[3] for r in self.rows])
 
 
-def run_qpmpc(walk, repeat: int):
+class QpmpcWalk:
     """The same QP per axis with qpmpc + ProxQP (qpmpc's cost is uniform on the state, so the state is
-    scaled: xi = diag(sqrt(zmp), sqrt(velocity), sqrt(acceleration)) (z, v, a)). Returns (solve times,
-    tick times [us], CoM, ZMP), after an untimed walk."""
-    import qpmpc
-    from qpmpc.mpc_qp import MPCQP
-    from qpsolvers import solve_problem
+    scaled: xi = diag(sqrt(zmp), sqrt(velocity), sqrt(acceleration)) (z, v, a)): :meth:`run` times one
+    walk, the solve (ProxQP given the QP qpmpc built) apart from the tick (MPCProblem, QP, solve, plan)."""
 
-    p = SMPC_PARAMS
-    n, dt, zeta, w = p.horizon, p.sampling_period, p.com_height / p.gravity, p.weights
-    a_c = np.array([[1.0, dt, dt * dt / 2], [0.0, 1.0, dt], [0.0, 0.0, 1.0]])
-    b_c = np.array([[dt**3 / 6], [dt * dt / 2], [dt]])
-    to_zva = np.array([[1, 0, -zeta], [0, 1, 0], [0, 0, 1]])
-    to_xi = np.diag(np.sqrt([w.zmp, w.velocity, w.acceleration])) @ to_zva
-    a_xi = to_xi @ a_c @ np.linalg.inv(to_xi)
-    b_xi = to_xi @ b_c
-    g = np.array([[1.0 / np.sqrt(w.zmp), 0.0, 0.0]])  # ZMP row in xi coordinates
-    c_k = np.vstack([g @ a_xi, -g @ a_xi])  # constraint at stage k acts on x_{k+1}
-    d_k = np.vstack([g @ b_xi, -g @ b_xi])
-    solve_times, tick_times, com, zmp = [], [], None, None
-    for run in range(repeat + 1):
-        if run == 1:
-            solve_times, tick_times = [], []
+    def __init__(self, walk) -> None:
+        p = SMPC_PARAMS
+        self.walk = walk
+        self.n, dt, self.zeta, self.w = p.horizon, p.sampling_period, p.com_height / p.gravity, p.weights
+        w = self.w
+        self.a_c = np.array([[1.0, dt, dt * dt / 2], [0.0, 1.0, dt], [0.0, 0.0, 1.0]])
+        self.b_c = np.array([[dt**3 / 6], [dt * dt / 2], [dt]])
+        to_zva = np.array([[1, 0, -self.zeta], [0, 1, 0], [0, 0, 1]])
+        self.to_xi = np.diag(np.sqrt([w.zmp, w.velocity, w.acceleration])) @ to_zva
+        self.a_xi = self.to_xi @ self.a_c @ np.linalg.inv(self.to_xi)
+        self.b_xi = self.to_xi @ self.b_c
+        g = np.array([[1.0 / np.sqrt(w.zmp), 0.0, 0.0]])  # ZMP row in xi coordinates
+        self.c_k = np.vstack([g @ self.a_xi, -g @ self.a_xi])  # constraint at stage k acts on x_{k+1}
+        self.d_k = np.vstack([g @ self.b_xi, -g @ self.b_xi])
+        self.com, self.zmp = None, None
+        self.solves, self.ticks = [], []
+        self.run()  # warm-up, not counted
+        self.solves, self.ticks = [], []
+
+    def run(self) -> None:
+        import qpmpc
+        from qpmpc.mpc_qp import MPCQP
+        from qpsolvers import solve_problem
+
+        walk, n, w = self.walk, self.n, self.w
         state = np.zeros((3, 2))
         com, zmp = [], []
         for k in range(SMPC_TICKS):
@@ -110,23 +124,23 @@ def run_qpmpc(walk, repeat: int):
                 targets[1:, 0] = np.sqrt(w.zmp) * ref[:-1]  # stage k >= 1 tracks zref of interval k - 1
                 goal = np.array([np.sqrt(w.zmp) * ref[-1], 0.0, 0.0])
                 problem = qpmpc.MPCProblem(
-                    transition_state_matrix=a_xi, transition_input_matrix=b_xi,
-                    ineq_state_matrix=c_k, ineq_input_matrix=d_k,
+                    transition_state_matrix=self.a_xi, transition_input_matrix=self.b_xi,
+                    ineq_state_matrix=self.c_k, ineq_input_matrix=self.d_k,
                     ineq_vector=[np.array([hi[i], -lo[i]]) for i in range(n)],
                     nb_timesteps=n, terminal_cost_weight=1.0, stage_state_cost_weight=1.0,
-                    stage_input_cost_weight=w.jerk, initial_state=to_xi @ state[:, axis],
+                    stage_input_cost_weight=w.jerk, initial_state=self.to_xi @ state[:, axis],
                     goal_state=goal, target_states=targets.ravel())
                 qp = MPCQP(problem).problem  # what qpmpc.solve_mpc does, with the solve timed apart
                 before = time.perf_counter()
                 solution = solve_problem(qp, solver="proxqp")
                 solving += time.perf_counter() - before
                 jerk[axis] = qpmpc.Plan(problem, solution).first_input[0]
-            tick_times.append(time.perf_counter() - start)
-            solve_times.append(solving)
-            state = a_c @ state + b_c @ jerk[None, :]
+            self.ticks.append(time.perf_counter() - start)
+            self.solves.append(solving)
+            state = self.a_c @ state + self.b_c @ jerk[None, :]
             com.append(state[0].copy())
-            zmp.append(state[0] - zeta * state[2])
-    return np.array(solve_times) * 1e6, np.array(tick_times) * 1e6, np.array(com), np.array(zmp)
+            zmp.append(state[0] - self.zeta * state[2])
+        self.com, self.zmp = np.array(com), np.array(zmp)
 
 
 class TimelineWalk:
@@ -191,8 +205,9 @@ def _figures(times: np.ndarray, base: float) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=20, help="closed-loop walks per fast backend")
-    parser.add_argument("--repeat-slow", type=int, default=3, help="walks for osqp, daqp and qpmpc")
+    parser.add_argument("--repeat", type=int, default=20, help="closed-loop walks of exact and daqp")
+    parser.add_argument("--repeat-slow", type=int, default=3,
+                        help="interleaved rounds; osqp and qpmpc walk once per round")
     parser.add_argument("--out", help="write the exact backend's per-tick CoM/ZMP to this CSV")
     parser.add_argument("--skip-qpmpc", action="store_true")
     parser.add_argument("--skip-timeline", action="store_true", help="skip the timeline walks")
@@ -210,25 +225,33 @@ def main() -> None:
     configs = [("exact", "exact", True)] if kernel else []
     configs += [("exact[numpy]", "exact", False), ("daqp", "daqp", True), ("daqp[numpy]", "daqp", False),
                 ("osqp", "osqp", True)]
-    results = {}
-    for label, backend, use_kernel in configs:
-        repeat = args.repeat if backend == "exact" else args.repeat_slow
-        solve, tick, rows, viol, iterations = run_backend(walk, backend, repeat, use_kernel)
-        results[label] = (solve, tick)
-        base_solve, base_tick = (np.median(t) for t in results[best])
-        com = np.array([r[2][0] for r in rows])
-        zmp = np.array([r[3] for r in rows])
-        print(f"{label:14s} {_figures(solve, base_solve)} {_figures(tick, base_tick)} {iterations:6.2f} "
-              f"{deviation(walk, com, zmp):12.2e} {viol:12.2e}")
-        if args.out and label == configs[0][0]:
-            write_csv(args.out, rows)
-    base_solve, base_tick = (np.median(t) for t in results[best])
+    runs = {label: BackendWalk(walk, backend, use_kernel) for label, backend, use_kernel in configs}
     if not args.skip_qpmpc:
-        solve, tick, com, zmp = run_qpmpc(walk, args.repeat_slow)
-        print(f"{'qpmpc+proxqp':14s} {_figures(solve, base_solve)} {_figures(tick, base_tick)} {'':6s} "
-              f"{deviation(walk, com, zmp):12.2e}")
-        print(f"qpmpc+ProxQP / {best}: tick vs tick {np.median(tick) / base_tick:.0f}x, solve vs solve "
-              f"{np.median(solve) / base_solve:.0f}x (medians)")
+        runs["qpmpc+proxqp"] = QpmpcWalk(walk)
+    # Interleaved rounds: in each, the fast backends walk repeat / repeat_slow times, the others once, so
+    # that every ratio compares one period of the machine.
+    rounds = max(1, args.repeat_slow)
+    for _ in range(rounds):
+        for label, run in runs.items():
+            fast = label.startswith("exact") or label.startswith("daqp")
+            for _ in range(max(1, args.repeat // rounds) if fast else 1):
+                run.run()
+    base_solve, base_tick = np.median(runs[best].solves), np.median(runs[best].ticks)
+    for label, run in runs.items():
+        solve, tick = np.array(run.solves) * 1e6, np.array(run.ticks) * 1e6
+        if isinstance(run, QpmpcWalk):
+            com, zmp, iterations, viol = run.com, run.zmp, "", ""
+        else:
+            (com, zmp), viol = run.trajectory(), f"{run.violation:12.2e}"
+            iterations = f"{np.mean(run.iterations):6.2f}"
+        print(f"{label:14s} {_figures(solve, base_solve * 1e6)} {_figures(tick, base_tick * 1e6)} "
+              f"{iterations:>6s} {deviation(walk, com, zmp):12.2e} {viol}")
+    if args.out:
+        write_csv(args.out, runs[configs[0][0]].rows)
+    if not args.skip_qpmpc:
+        qp = runs["qpmpc+proxqp"]
+        print(f"qpmpc+ProxQP / {best}: tick vs tick {np.median(qp.ticks) / base_tick:.0f}x, solve vs solve "
+              f"{np.median(qp.solves) / base_solve:.0f}x (medians)")
     print("C++ smpc_solver active set on this machine kind (README): 15.8 us median, 23 us p99 per solve")
     if args.skip_timeline:
         return
