@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import array
 import math
 from typing import Iterable, List, Sequence, Tuple
 
@@ -10,7 +11,7 @@ from geometry_msgs.msg import Point, Pose, Quaternion, Vector3
 
 from walk_mpc.core.control.types import WalkPlan
 from walk_mpc.core.errors import InputError
-from walk_mpc.core.sensors import SensorSample
+from walk_mpc.core.sensors import SensorSample, immutable_float64
 from walk_mpc.core.walk.step import Foot, Step
 from walk_mpc.core.walk.timeline import FootPose, GaitTiming, Timeline
 from walk_mpc.msg import FootstepPlan, SensorState, StepData
@@ -136,33 +137,70 @@ class PlanMessage:
 def sensor_sample_from_msg(msg: SensorState) -> SensorSample:
     """The core sensor sample of a SensorState (``time`` = the stamp in seconds), shapes checked.
 
+    One copy of the values, no per-element work on the float64[] fields: their bytes and those of the base
+    and IMU fields are joined in one ``bytes`` object, and the sample's arrays are read-only views of it,
+    which ``SensorSample`` keeps without another copy (see :func:`~walk_mpc.core.sensors.immutable_float64`).
+    An empty ``joint_vel`` means zero velocities.
+
     Raises:
         ShapeError: An array whose length does not match its names.
     """
-    def vectors(values) -> np.ndarray:
-        return np.array([(v.x, v.y, v.z) for v in values], dtype=float).reshape(-1, 3)
-
-    pose, twist = msg.base_pose, msg.base_twist
+    joint_names = tuple(msg.joint_names)
+    joint_vel = msg.joint_vel
+    if not len(joint_vel):
+        joint_vel = array.array("d", bytes(8 * len(joint_names)))
+    measured = (msg.joint_pos, joint_vel, msg.motor_pos, msg.motor_vel, msg.motor_torque, msg.contact)
+    base_and_imu, orientations, rates = _base_and_imu_values(msg)
+    joined = b"".join([*map(_float64_bytes, measured), base_and_imu])
+    values = immutable_float64(np.frombuffer(joined))  # float64, read-only over the bytes: kept as it is
+    views = []
+    start = 0
+    for field in measured:
+        end = start + len(field)
+        views.append(values[start:end])
+        start = end
+    joint_pos, joint_vel, motor_pos, motor_vel, motor_torque, contact = views
+    imu = start + 13
+    rate = imu + 4 * orientations
+    acc = rate + 3 * rates
     return SensorSample(
         time=stamp_ns(msg.header.stamp) / 1e9,
-        joint_names=tuple(msg.joint_names), joint_pos=np.asarray(msg.joint_pos, dtype=float),
-        joint_vel=np.asarray(msg.joint_vel, dtype=float) if len(msg.joint_vel) else
-        np.zeros(len(msg.joint_names)),
-        motor_names=tuple(msg.motor_names), motor_pos=np.asarray(msg.motor_pos, dtype=float),
-        motor_vel=np.asarray(msg.motor_vel, dtype=float),
-        motor_torque=np.asarray(msg.motor_torque, dtype=float),
-        contact_names=tuple(msg.contact_names), contact=np.asarray(msg.contact, dtype=float),
+        joint_names=joint_names, joint_pos=joint_pos, joint_vel=joint_vel,
+        motor_names=tuple(msg.motor_names), motor_pos=motor_pos, motor_vel=motor_vel,
+        motor_torque=motor_torque,
+        contact_names=tuple(msg.contact_names), contact=contact,
         imu_names=tuple(msg.imu_names),
-        imu_orientation_xyzw=np.array([(q.x, q.y, q.z, q.w) for q in msg.imu_orientation],
-                                      dtype=float).reshape(-1, 4),
-        imu_angular_vel=vectors(msg.imu_angular_vel), imu_linear_acc=vectors(msg.imu_linear_acc),
+        imu_orientation_xyzw=values[imu:rate].reshape(orientations, 4),
+        imu_angular_vel=values[rate:acc].reshape(rates, 3),
+        imu_linear_acc=values[acc:].reshape(-1, 3),
         base_estimate_valid=bool(msg.base_estimate_valid),
-        base_position=np.array([pose.position.x, pose.position.y, pose.position.z]),
-        base_orientation_xyzw=np.array([pose.orientation.x, pose.orientation.y, pose.orientation.z,
-                                        pose.orientation.w]),
-        base_linear_velocity=np.array([twist.linear.x, twist.linear.y, twist.linear.z]),
-        base_angular_velocity=np.array([twist.angular.x, twist.angular.y, twist.angular.z]),
+        base_position=values[start:start + 3], base_orientation_xyzw=values[start + 3:start + 7],
+        base_linear_velocity=values[start + 7:start + 10], base_angular_velocity=values[start + 10:imu],
     )
+
+
+def _float64_bytes(values) -> object:
+    """A float64[] message field as a buffer of native doubles: itself when it is an ``array('d')``, as
+    rclpy makes it."""
+    if type(values) is array.array and values.typecode == "d":
+        return values
+    return np.asarray(values, dtype=float).tobytes()
+
+
+def _base_and_imu_values(msg: SensorState) -> Tuple[array.array, int, int]:
+    """The base pose and twist of a SensorState (13 doubles), then its IMU orientations (x, y, z, w),
+    angular velocities and linear accelerations; the numbers of orientations and of angular velocities."""
+    pose, twist = msg.base_pose, msg.base_twist
+    p, q, v, w = pose.position, pose.orientation, twist.linear, twist.angular
+    values = [p.x, p.y, p.z, q.x, q.y, q.z, q.w, v.x, v.y, v.z, w.x, w.y, w.z]
+    orientations, rates = msg.imu_orientation, msg.imu_angular_vel
+    for q in orientations:
+        values += (q.x, q.y, q.z, q.w)
+    for w in rates:
+        values += (w.x, w.y, w.z)
+    for a in msg.imu_linear_acc:
+        values += (a.x, a.y, a.z)
+    return array.array("d", values), len(orientations), len(rates)
 
 
 def named_values(names: Sequence[str], values: Sequence[float], what: str) -> dict[str, float]:
