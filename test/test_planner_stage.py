@@ -112,6 +112,9 @@ def state_of(stage: PlannerStage) -> tuple:
     ({"prepare_ahead": "yes"}, "prepare_ahead"),
     ({"feedback_enabled": 1}, "feedback_enabled"),
     ({"stamps": {"max_lead": 1.0}}, "stamps"),
+    ({"max_com_distance": 0.0}, "max_com_distance"),
+    ({"resync_distance": 0.6}, "resync_distance"),  # not less than max_com_distance
+    ({"resync_time": -0.1}, "resync_time"),
 ])
 def test_bad_parameters_name_the_value_and_the_expectation(changes, name):
     with pytest.raises(ParameterError) as error:
@@ -433,6 +436,91 @@ def test_a_planner_failure_is_reported_and_consumes_the_tick(talos, robot, caplo
     failed = stream.ticks[3]
     assert failed.reference is None and failed.output is None and stage.ticks == 4
     assert "a planner that works" in caplog.text and "following the previous plan" in caplog.text
+
+
+# ---------------------------------------------------------------------- references the robot does not follow
+def farthest_from_the_stance_soles(stage: PlannerStage, tick: PlannerTick) -> float:
+    """Horizontal distance [m] of the tick's farthest CoM or ZMP target to the nearest stance sole of its
+    phase."""
+    phase = stage.timeline.phase_at(tick.output.t)
+    soles = [np.asarray(phase.foot(foot).position[:2]) for foot in phase.stance_feet]
+    points = np.vstack([tick.reference.com_position[:, :2], tick.reference.zmp[:, :2]])
+    return max(min(np.linalg.norm(p - sole) for sole in soles) for p in points)
+
+
+def test_a_frozen_robot_never_gets_a_reference_out_of_reach_and_the_planner_re_syncs_on_it(
+        talos, robot, caplog):
+    """Issue 17: the ik killed mid-walk, the robot stands frozen while the planner walks on. With the CoM
+    feedback of the graph (gain 0.1) the planned CoM diverged (74-114 m three seconds after the walk, 1e32 m
+    forty seconds later). The planner now re-syncs on the measured CoM when it is not followed, so over 40 s
+    of samples every reference stays within max_com_distance of the stance soles and near the robot."""
+    planner = dataclasses.replace(PlannerStageParameters().planner, feedback_gain=0.1)
+    stage = stage_of(talos, planner=planner)
+    stream = Stream(stage, robot, steady=False)
+    left, right = robot.left, robot.right
+    steps = walk_forward(left, right, 1.0, step_length=0.2, width=left.position[1] - right.position[1],
+                         duration=1.1)
+    stage.set_plan(WalkPlan(1, True, S0, Timeline(left, right, steps, GaitTiming(0.6, 0.3, 0.6))))
+    reach = []
+    with caplog.at_level(logging.DEBUG, logger="walk_mpc.planner"):
+        for _ in range(4000):  # 40 s of samples of the reference posture
+            tick = stream.send()
+            if tick.reference is not None:
+                reach.append(farthest_from_the_stance_soles(stage, tick))
+    assert len(stream.ticks) == len(reach) == 2000 and all(t.status is PlannerStatus.OK for t in stream.ticks)
+    assert max(reach) <= 0.5
+    farthest = max(np.max(np.linalg.norm(t.reference.com_position[:, :2] - robot.com[:2], axis=1))
+                   for t in stream.ticks)
+    assert farthest < 1.2  # the plan walks 1 m ahead of the frozen robot, no farther
+    assert stage.resyncs >= 2
+    warnings = [r for r in caplog.records if "re-synced" in r.getMessage() and r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "not followed" in warnings[0].getMessage()  # logged once
+    assert sum("re-synced" in r.getMessage() for r in caplog.records) == stage.resyncs
+
+
+def test_a_reference_beyond_max_com_distance_is_not_given_and_the_next_tick_re_syncs(talos, robot, caplog):
+    stage = stage_of(talos)
+    stream = Stream(stage, robot)
+    step = stage.planner.step
+    far = iter([False, False, True, True, False, False])
+
+    def drifting_step(t, measured=None):  # a planner whose state left the robot on two ticks
+        out = step(t, measured)
+        return dataclasses.replace(out, com_targets=out.com_targets + [0.6, 0.0, 0.0]) if next(far) else out
+
+    stage.planner.step = drifting_step
+    with caplog.at_level(logging.INFO, logger="walk_mpc.planner"):
+        stream.run(12)
+    assert [t.status for t in stream.ticks] == [PlannerStatus.OK] * 2 + [
+        PlannerStatus.REFERENCE_OUT_OF_REACH] * 2 + [PlannerStatus.OK] * 2
+    assert all(t.reference is None and t.output is None for t in stream.ticks[2:4])
+    assert stage.ticks == 4 and stage.resyncs == 2  # the ticks after each: from the measured CoM, at rest
+    np.testing.assert_allclose(stream.ticks[4].output.initial_state[0], robot.com[:2], atol=1e-12)
+    np.testing.assert_array_equal(stream.ticks[4].output.initial_state[1:], np.zeros((2, 2)))
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1 and "max_com_distance 0.5 m" in errors[0]  # the first of the series
+    assert "within reach again" in caplog.text
+
+
+def test_an_out_of_reach_solve_is_never_announced_ahead(talos, robot):
+    stage = stage_of(talos, max_com_distance=0.05, resync_distance=0.01)  # the middle of the feet is 8.5 cm
+    stream = Stream(stage, robot)
+    ticks = stream.run(20)
+    assert all(t.ahead is None and t.reference is None for t in ticks)
+    assert [t.status for t in stream.ticks] == [PlannerStatus.REFERENCE_OUT_OF_REACH] * 10
+
+
+def test_a_new_plan_far_from_the_measured_com_starts_from_it(talos, robot):
+    stage = stage_of(talos)
+    stream = Stream(stage, robot)
+    stream.run(10)  # standing
+    shift = (0.15, 0.0, 0.0)  # the robot was carried 15 cm forward (no outage)
+    stream.run(2, sample(robot, shift))
+    stage.set_plan(WalkPlan(1, True, stream.stamp_ns, walk(robot, shift)))
+    tick = stream.send(sample(robot, shift))
+    assert stage.plan_id == 1 and stage.resyncs == 1
+    np.testing.assert_allclose(tick.output.initial_state[0], robot.com[:2] + shift[:2], atol=1e-12)
+    np.testing.assert_array_equal(tick.output.initial_state[1:], np.zeros((2, 2)))
 
 
 def test_reset_forgets_the_time_base_the_plan_and_the_counters(talos, robot):

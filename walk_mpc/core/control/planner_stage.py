@@ -29,9 +29,19 @@ converts messages and publishes); the in-process loop composes the same stage. F
      estimate when the sample has one, else the base placed by a stance sole at its planned pose (the one
      already in stance at the previous tick: :func:`anchor_foot`);
    * applies the support-foot correction (:class:`SupportCorrector`, seed 001's second feedback);
+   * re-syncs the planner on the robot when the robot does not follow its references (issue 17: a killed
+     ik leaves the robot frozen while the plan walks on, and the planned CoM diverged to 1e32 m): when
+     the measured CoM has stayed farther than ``resync_distance`` from the planned one for
+     ``resync_time`` (at once when farther than ``max_com_distance``, when a new plan is installed, or
+     after a reference out of reach), the planner restarts from the measured CoM at rest on the same
+     timeline, as the outage restart does (logged once per plan, counted in :attr:`PlannerStage.resyncs`);
    * steps the MPC at ``t`` with the measured CoM when ``feedback_enabled`` (seed 001's first feedback).
      The step returns the prepared solve when the sample confirms it (feedback below its threshold, no new
-     plan, no correction): then :attr:`PlannerTick.reference` is the announced object itself.
+     plan, no correction): then :attr:`PlannerTick.reference` is the announced object itself;
+   * checks the reach of the result: a CoM or ZMP target farther than ``max_com_distance`` horizontally
+     from the nearest stance sole of the tick's phase (or a non-finite velocity) is never given (nor
+     announced ahead): the tick reports :attr:`PlannerStatus.REFERENCE_OUT_OF_REACH` without reference (the
+     whole-body stage holds or stops safely) and the next tick re-syncs.
 
 A planner that refuses its inputs (or fails unexpectedly) gives :attr:`PlannerStatus.PLANNER_ERROR` and no
 reference: the tick is consumed, the stage goes on with the next one. Nothing raises out of
@@ -42,6 +52,7 @@ Stamps are integer nanoseconds; timeline times are seconds.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Optional
 
 from walk_mpc.core.body.robot import RobotModel
@@ -52,7 +63,7 @@ from walk_mpc.core.errors import InputError, ParameterError, WalkMpcError
 from walk_mpc.core.mpc.planner import MpcPlanner, PlannerOutput, PlannerParameters
 from walk_mpc.core.mpc.problem import PlanStatus
 from walk_mpc.core.mpc.support_correction import SupportCorrectionParameters, SupportCorrector, anchor_foot
-from walk_mpc.core.params import check_positive
+from walk_mpc.core.params import check_nonnegative, check_positive
 from walk_mpc.core.sensors import SensorSample, check_sample
 from walk_mpc.core.walk.step import Foot
 from walk_mpc.core.walk.timeline import FootPose, Timeline
@@ -75,6 +86,14 @@ class PlannerStageParameters:
         sensor_timeout: Two consecutive accepted stamps further apart [s] are an outage: the sample after it
             restarts the planner from the measured state.
         stamps: Plausibility of the sample stamps (:class:`StampGuard`).
+        max_com_distance: A reference whose CoM or ZMP targets are farther than this [m] horizontally from
+            the nearest stance sole of the tick's phase is not given (REFERENCE_OUT_OF_REACH): the robot
+            cannot follow it; the next tick restarts the planner from the measured CoM.
+        resync_distance: When the measured CoM stays farther than this [m] horizontally from the planned
+            one for ``resync_time`` (the robot does not follow the references: frozen, held, or stopped),
+            the planner restarts from the measured CoM at rest on the same plan instead of integrating
+            away from the robot; at once when a new plan is installed.
+        resync_time: How long [s] the CoM error must stay above ``resync_distance`` before a re-sync.
     """
 
     planner: PlannerParameters = dataclasses.field(default_factory=PlannerParameters)
@@ -85,6 +104,9 @@ class PlannerStageParameters:
     prepare_ahead: bool = True
     sensor_timeout: float = 0.25
     stamps: StampGuardParameters = dataclasses.field(default_factory=StampGuardParameters)
+    max_com_distance: float = 0.5
+    resync_distance: float = 0.1
+    resync_time: float = 0.2
 
     def __post_init__(self) -> None:
         for name, cls in (("planner", PlannerParameters), ("support_correction", SupportCorrectionParameters),
@@ -93,6 +115,12 @@ class PlannerStageParameters:
                 raise ParameterError(name, getattr(self, name), f"a {cls.__name__}")
         check_positive("hardware_period", self.hardware_period)
         check_positive("sensor_timeout", self.sensor_timeout)
+        check_positive("max_com_distance", self.max_com_distance)
+        check_positive("resync_distance", self.resync_distance)
+        check_nonnegative("resync_time", self.resync_time)
+        if self.resync_distance >= self.max_com_distance:
+            raise ParameterError("resync_distance", self.resync_distance,
+                                 f"less than max_com_distance = {self.max_com_distance} m")
         ratio = self.planner.control_period / self.hardware_period
         if round(ratio) < 1 or abs(ratio - round(ratio)) > 1e-6:
             raise ParameterError("hardware_period", self.hardware_period,
@@ -114,9 +142,9 @@ class PlannerTick:
     Attributes:
         ahead: The reference of the next tick, solved ahead on this sample (``prepare_ahead``), stamped with
             the next tick's expected stamp; None when nothing was prepared.
-        reference: The tick's reference, None without a tick or when the planner failed. When the tick used
-            the solve announced ahead, this is the announced object itself (``reference is ahead`` of the
-            sample before).
+        reference: The tick's reference, None without a tick, when the planner failed or when its targets
+            were out of reach (REFERENCE_OUT_OF_REACH). When the tick used the solve announced ahead, this is
+            the announced object itself (``reference is ahead`` of the sample before).
         status: The tick's status; None when the sample is not a tick (or was rejected).
         output: The planner's output of the tick (None when ``reference`` is None).
         rejected: Why the sample was not used ("" when it was).
@@ -195,6 +223,11 @@ class PlannerStage:
         self._stamp_rejections = 0  # consecutive samples rejected by the stamp guard
         self._ticks = self._prepared_ticks = self._corrections = self._skipped = 0
         self._last_output: Optional[PlannerOutput] = None
+        self._resync = ""  # why the next tick re-syncs the planner on the measured CoM ("": it does not)
+        self._far_since: Optional[float] = None  # planner time since which the robot does not follow [s]
+        self._resyncs = 0
+        self._resync_logged = False  # a series of re-syncs is logged once (again after a plan or restart)
+        self._out_of_reach_ticks = 0  # consecutive ticks whose reference was out of reach
 
     # ------------------------------------------------------------------ read-only state
     @property
@@ -246,6 +279,11 @@ class PlannerStage:
     def last_output(self) -> Optional[PlannerOutput]:
         """The planner's output of the last tick that produced a reference."""
         return self._last_output
+
+    @property
+    def resyncs(self) -> int:
+        """Re-syncs of the planner on the measured CoM (references not followed, or out of reach)."""
+        return self._resyncs
 
     # ------------------------------------------------------------------ inputs
     def set_plan(self, plan: WalkPlan) -> bool:
@@ -344,10 +382,22 @@ class PlannerStage:
             self._log.error(f"planner tick at {now / NS_PER_S:.3f} s failed: {exc!r}")
             return PlannerTick(status=PlannerStatus.PLANNER_ERROR)
         self._last_tick_ns = now
+        ahead, self._ahead = self._ahead, None
+        far = self._out_of_reach(out)
+        if far:
+            self._out_of_reach_ticks += 1
+            self._resync = f"the reference at t = {out.t:.3f} s was out of reach"
+            if self._out_of_reach_ticks == 1:  # the first of a series (and the recovery) is logged
+                self._log.error(f"no reference at t = {out.t:.3f} s: {far}; the planner restarts from the "
+                                "measured CoM")
+            return PlannerTick(status=PlannerStatus.REFERENCE_OUT_OF_REACH)
+        if self._out_of_reach_ticks:
+            self._log.info(f"references within reach again at t = {out.t:.3f} s after "
+                           f"{self._out_of_reach_ticks} ticks out of reach")
+            self._out_of_reach_ticks = 0
         self._ticks += 1
         self._prepared_ticks += self._planner.last_step_prepared
         self._last_output = out
-        ahead, self._ahead = self._ahead, None
         if ahead is not None and ahead[0] is out:  # the solve announced ahead: the same reference
             reference = ahead[1]
         else:
@@ -378,12 +428,69 @@ class PlannerStage:
             planner.reset(measured.com_position[:2])
         if restart:
             self._ahead = None
+            self._resync_logged = False
             self._log.warning(f"{restart}: planner restarted from the measured CoM, "
                               + ("standing at the measured feet" if stand
                                  else f"on the walk of plan {self._plan_id}"))
         self._correct_support(measured, t)
+        self._resync_if_not_followed(t, measured.com_position, new_plan)
         self._stance = planner.timeline.phase_at(t).stance_feet
         return planner.step(t, measured.com_position if self.params.feedback_enabled else None)
+
+    def _resync_if_not_followed(self, t: float, com, new_plan: bool) -> None:
+        """Restart the planner from the measured CoM ``com`` [m] at rest, on the same timeline, when the
+        robot does not follow its references: the measured CoM farther than ``resync_distance`` from the
+        planned one for ``resync_time`` (at once beyond ``max_com_distance`` or at a new plan), or after a
+        reference out of reach. Logged once per plan (further re-syncs at debug level)."""
+        planner = self._planner
+        reason, self._resync = self._resync, ""
+        if planner.plan is None:  # (re)started this tick: from the measured CoM already
+            self._far_since = None
+            return
+        p = self.params
+        if not reason:
+            planned = planner.planned_state(t)[0]
+            error = math.hypot(com[0] - planned[0], com[1] - planned[1])
+            if error <= p.resync_distance:
+                self._far_since = None
+                return
+            if self._far_since is None:
+                self._far_since = t
+            far = t - self._far_since
+            if new_plan:
+                reason = (f"plan {self._plan_id} installed with the measured CoM {error:.3f} m from the "
+                          "planned one")
+            elif far >= p.resync_time or not error <= p.max_com_distance:
+                reason = (f"the measured CoM has been {error:.3f} m from the planned one for {far:.2f} s "
+                          f"(resync_distance {p.resync_distance} m): the references are not followed")
+            else:
+                return
+        planner.reset(com[:2])
+        self._far_since = None
+        self._resyncs += 1
+        message = f"{reason}: planner re-synced on the measured CoM at t = {t:.3f} s"
+        if self._resync_logged:
+            self._log.debug(message)
+        else:
+            self._resync_logged = True
+            self._log.warning(f"{message} (further re-syncs of plan {self._plan_id} at debug level)")
+
+    def _out_of_reach(self, out: PlannerOutput) -> str:
+        """Why the output's targets are beyond reach of the stance soles of its phase ("" if they are not)."""
+        phase = self._planner.timeline.phase_at(out.t)
+        soles = [phase.foot(foot).position for foot in phase.stance_feet]
+        limit = self.params.max_com_distance
+        for name, points in (("CoM", out.com_targets), ("ZMP", out.zmp_targets)):
+            for k in range(2):
+                x, y = float(points[k, 0]), float(points[k, 1])
+                distance = min(math.hypot(x - sole[0], y - sole[1]) for sole in soles)
+                if not distance <= limit:
+                    return (f"its {name} target ({x:.3f}, {y:.3f}) m at t = {out.target_times[k]:.3f} s is "
+                            f"{distance:.3f} m from the nearest stance sole (max_com_distance {limit} m)")
+        velocity = out.com_velocity_targets
+        if not all(math.isfinite(v) for v in velocity.flat):
+            return f"its CoM velocity targets {velocity.tolist()} are not finite"
+        return ""
 
     def _prepare(self, tick_ns: int) -> Optional[CoMReference]:
         """Solve the MPC of the tick expected at ``tick_ns`` now, while no tick is waiting (seed 001's
@@ -399,6 +506,8 @@ class PlannerStage:
             self._log.warning(f"MPC not prepared for the tick at {tick_ns / NS_PER_S:.3f} s: {exc!r}")
             return None
         out = self._planner.prepared_output
+        if self._out_of_reach(out):
+            return None  # never announced; the tick reports it
         self._ahead = (out, self._reference(tick_ns, out))
         return self._ahead[1]
 
@@ -413,6 +522,7 @@ class PlannerStage:
         self._planner.set_timeline(self._corrector.set_plan(
             Timeline(first.left, first.right, steps, pending.timeline.timing, t0)))
         self._plan_id = pending.plan_id
+        self._resync_logged = False
         return True
 
     def _measure(self, sample: SensorSample, t: float) -> MeasuredState:

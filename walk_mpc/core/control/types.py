@@ -84,6 +84,7 @@ class PlannerStatus(enum.IntEnum):
     INFEASIBLE = 1  # no ZMP inside the support regions: the previous plan is followed
     SOLVER_FAILED = 2  # the QP solver failed: the previous plan is followed
     PLANNER_ERROR = 3  # the planner refused its inputs: no reference this tick
+    REFERENCE_OUT_OF_REACH = 4  # the CoM/ZMP targets left the support feet (max_com_distance): no reference
 
 
 class WholeBodyStatus(enum.IntEnum):
@@ -93,7 +94,9 @@ class WholeBodyStatus(enum.IntEnum):
     IK_FAILED = 1  # a solve did not converge: last command held
     BAD_REFERENCE = 2  # NaN/inf or malformed CoM reference: last command held
     TARGETS_ERROR = 3  # targets could not be built: last command held
-    REFERENCE_STALE = 4  # walking but no CoM reference for reference_timeout: last command held
+    REFERENCE_STALE = 4  # a walk started but its CoM references never came: last (standing) command held
+    SAFE_STOP = 5  # the CoM references stopped mid-walk: the stage lands the step in progress and settles in
+    # double support on a CoM reference of its own (a command, not a hold)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,10 +147,12 @@ class JointCommand:
         times: Times [s] after the stamp of the two points (T, 2T).
         positions: Joint positions [rad], shape (2, n), in the stage's joint order.
         velocities: Joint velocities [rad/s], shape (2, n).
-        status: :class:`WholeBodyStatus` of the tick (non-OK: a hold of the last command).
-        source: ``"reference"`` (ticked by a CoM reference) or ``"sensor"`` (by a sample, no references).
+        status: :class:`WholeBodyStatus` of the tick (OK; SAFE_STOP: a tick of a safe stop; else a hold of
+            the last command).
+        source: ``"reference"`` (ticked by a CoM reference) or ``"sensor"`` (by a sample, no references:
+            standing, or a safe stop).
         solve_time: IK time of both solutions [s].
-        reason: Why the tick held (empty when OK).
+        reason: Why the tick held, or why it stops safely (empty when OK).
     """
 
     stamp_ns: int
@@ -170,8 +175,8 @@ class JointCommand:
 
     @property
     def held(self) -> bool:
-        """Whether the command holds the last one (a failure status)."""
-        return self.status != WholeBodyStatus.OK
+        """Whether the command holds the last one (a failure status: neither OK nor SAFE_STOP)."""
+        return self.status not in (WholeBodyStatus.OK, WholeBodyStatus.SAFE_STOP)
 
 
 def optional_steady(steady_ns: Optional[int]) -> Optional[int]:
