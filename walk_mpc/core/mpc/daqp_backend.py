@@ -146,7 +146,9 @@ class DaqpBackend:
         if data is None:  # a box with lower > upper
             return PlanStatus.INFEASIBLE, None, 0
         model = self._model
-        model.update(A=self._a if update_a else None, bupper=data[0], blower=data[1], sense=data[2])
+        if model.update(A=self._a if update_a else None, bupper=data[0], blower=data[1], sense=data[2]) < 0:
+            self.reset()
+            return PlanStatus.FAILED, None, 0
         u, _, exitflag, info = model.solve()
         iterations = int(info["iterations"])
         if exitflag < 1:
