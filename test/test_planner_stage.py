@@ -523,6 +523,30 @@ def test_a_new_plan_far_from_the_measured_com_starts_from_it(talos, robot):
     np.testing.assert_array_equal(tick.output.initial_state[1:], np.zeros((2, 2)))
 
 
+def test_a_stand_plan_away_from_the_measured_feet_stands_at_the_feet_on_the_ground(talos, robot, caplog):
+    """The walk behavior stops a walk at the planned feet; after a fault (a killed ik froze the robot) they
+    may be elsewhere: a Stand plan's foot farther than resync_distance from its measured sole stands there,
+    unless that sole is not on the plan's ground (a foot in the air keeps the pose it is landing on)."""
+    stage = stage_of(talos)
+    stream = Stream(stage, robot)
+    stream.run(4)
+    ahead = FootPose(tuple(np.add(robot.left.position, (0.4, 0.0, 0.0))))
+    stage.set_plan(WalkPlan(1, False, stream.stamp_ns, Timeline(ahead, robot.right, ())))
+    with caplog.at_level(logging.WARNING, logger="walk_mpc.planner"):
+        stream.run(2)
+    first = stage.timeline.phases[0]
+    np.testing.assert_allclose(first.left.position, robot.left.position, atol=1e-9)  # the measured sole
+    assert first.right == robot.right and "standing at the measured soles" in caplog.text
+    lower = FootPose(tuple(np.add(robot.left.position, (0.4, 0.0, -0.05))))  # a ground 5 cm lower
+    stage.set_plan(WalkPlan(2, False, stream.stamp_ns, Timeline(lower, robot.right, ())))
+    stream.run(2)
+    assert stage.timeline.phases[0].left == lower
+    near = FootPose(tuple(np.add(robot.left.position, (0.05, 0.0, 0.0))))  # within resync_distance
+    stage.set_plan(WalkPlan(3, False, stream.stamp_ns, Timeline(near, robot.right, ())))
+    stream.run(2)
+    assert stage.timeline.phases[0].left == near
+
+
 def test_reset_forgets_the_time_base_the_plan_and_the_counters(talos, robot):
     stage = stage_of(talos)
     stream = Stream(stage, robot)

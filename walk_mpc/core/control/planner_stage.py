@@ -21,10 +21,13 @@ converts messages and publishes); the in-process loop composes the same stage. F
 
    * installs the plan received since the last tick (:meth:`set_plan`; a new ``plan_id`` only), its
      timeline shifted to the planner's clock (``t = (stamp - origin) / 1e9``, origin: the first tick's
-     stamp, or the re-anchoring one); a plan with ``walking`` false only places the feet (standing). Before
-     any plan: a standing timeline at the measured feet. After an outage or a re-anchor (the robot
-     possibly elsewhere), the planner restarts from the measured CoM at rest, standing at the measured feet
-     until the next plan, unless a plan received during the outage walks now;
+     stamp, or the re-anchoring one); a plan with ``walking`` false only places the feet (standing; a
+     foot farther than ``resync_distance`` from its measured sole, while that sole is on the plan's ground,
+     stands at the measured sole: after a fault the walk behavior's Stand at the planned feet may not be
+     where the robot stands). Before any plan: a standing timeline at the measured feet. After an outage
+     or a re-anchor (the robot possibly elsewhere), the planner restarts from the measured CoM at rest,
+     standing at the measured feet until the next plan, unless a plan received during the outage walks
+     now;
    * estimates the measured state (:func:`estimate_state`, positions only: CoM and soles): joints + base
      estimate when the sample has one, else the base placed by a stance sole at its planned pose (the one
      already in stance at the previous tick: :func:`anchor_foot`);
@@ -68,6 +71,9 @@ from walk_mpc.core.sensors import SensorSample, check_sample
 from walk_mpc.core.walk.step import Foot
 from walk_mpc.core.walk.timeline import FootPose, Timeline
 
+#: Height difference [m] within which a measured sole is on the ground of a planned one.
+GROUND_TOLERANCE = 0.01
+
 _STATUS_OF_PLAN = {PlanStatus.SOLVED: PlannerStatus.OK, PlanStatus.INFEASIBLE: PlannerStatus.INFEASIBLE}
 
 
@@ -92,7 +98,8 @@ class PlannerStageParameters:
         resync_distance: When the measured CoM stays farther than this [m] horizontally from the planned
             one for ``resync_time`` (the robot does not follow the references: frozen, held, or stopped),
             the planner restarts from the measured CoM at rest on the same plan instead of integrating
-            away from the robot; at once when a new plan is installed.
+            away from the robot; at once when a new plan is installed. A Stand plan's foot farther than this
+            from its measured sole on the ground stands at the measured sole.
         resync_time: How long [s] the CoM error must stay above ``resync_distance`` before a re-sync.
     """
 
@@ -412,8 +419,11 @@ class PlannerStage:
         if self._origin_ns is None:
             self._origin_ns = now
         t = (now - self._origin_ns) / NS_PER_S
-        new_plan = self._install_plan()
+        installed = self._install_plan()
+        new_plan = installed is not None
         measured = self._measure(sample, t)
+        if new_plan and not installed.walking:
+            self._stand_where_measured(measured)
         planner = self._planner
         restart, self._restart = self._restart, ""
         # After an outage the robot may be anywhere: restart from the measured CoM, standing at the measured
@@ -511,11 +521,11 @@ class PlannerStage:
         self._ahead = (out, self._reference(tick_ns, out))
         return self._ahead[1]
 
-    def _install_plan(self) -> bool:
-        """Install the plan received since the last tick, if any; whether one was installed."""
+    def _install_plan(self) -> Optional[WalkPlan]:
+        """Install the plan received since the last tick, if any; the plan installed (or None)."""
         pending, self._pending = self._pending, None
         if pending is None or pending.plan_id == self._plan_id:
-            return False
+            return None
         t0 = (pending.stamp_ns - self._origin_ns) / NS_PER_S
         first = pending.timeline.phases[0]
         steps = pending.timeline.steps if pending.walking else ()
@@ -523,7 +533,31 @@ class PlannerStage:
             Timeline(first.left, first.right, steps, pending.timeline.timing, t0)))
         self._plan_id = pending.plan_id
         self._resync_logged = False
-        return True
+        return pending
+
+    def _stand_where_measured(self, measured: MeasuredState) -> None:
+        """A Stand plan just installed whose foot is farther than ``resync_distance`` from its measured sole,
+        while that sole is on the plan's ground (within :data:`GROUND_TOLERANCE` of its height): stand at
+        the measured sole (the walk behavior stops a walk at the planned feet, where a fault may not have
+        put them; a foot still in the air keeps its planned pose, where it is landing)."""
+        timeline = self._planner.timeline
+        first = timeline.phases[0]
+        feet, moved = {}, []
+        for foot in (Foot.LEFT, Foot.RIGHT):
+            planned, sole = first.foot(foot), measured.sole(foot)
+            (x, y, z), (px, py, pz) = sole.position, planned.position
+            offset = math.hypot(x - px, y - py)
+            grounded = abs(z - pz) <= GROUND_TOLERANCE
+            feet[foot] = sole if offset > self.params.resync_distance and grounded else planned
+            if feet[foot] is sole:
+                moved.append(f"{foot.name.lower()} {offset:.3f} m")
+        if not moved:
+            return
+        self._planner.set_timeline(self._corrector.set_plan(
+            Timeline(feet[Foot.LEFT], feet[Foot.RIGHT], (), timeline.timing, timeline.t0)))
+        self._log.warning(f"plan {self._plan_id} stands with feet away from the measured ones "
+                          f"({', '.join(moved)}; resync_distance {self.params.resync_distance} m): "
+                          "standing at the measured soles")
 
     def _measure(self, sample: SensorSample, t: float) -> MeasuredState:
         """Measured state of a validated sample (positions only: the planner takes the CoM position)."""
