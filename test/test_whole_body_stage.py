@@ -111,15 +111,9 @@ def test_nothing_before_a_sample_then_resync_at_each_support_change_and_holds_wi
     np.testing.assert_allclose(stage.configuration[7:], q_measured[7:])
     np.testing.assert_allclose(hold.positions[0], talos.actuated_positions(q_measured), atol=1e-9)
     stage.set_plan(plan(timeline))
-    commands, changes, stance, stale = [], 0, None, None
+    commands, changes, stance = [], 0, None
     for k in range(int(round(timeline.t_end / T))):
         t = k * T
-        if stale is None and timeline.phase_at(t).swing_foot is Foot.RIGHT:
-            # the references stop mid-walk: a sample past reference_timeout holds the last command
-            stale = stage.observe(ns(t + 0.1), sample)
-            assert stale.status == WholeBodyStatus.REFERENCE_STALE and stale.source == "sensor"
-            assert stale.positions.tolist() == [commands[-1].positions[0].tolist()] * 2
-            assert not stale.velocities.any() and stale.reason
         now = timeline.phase_at(t).stance_feet
         changes += stance is not None and now != stance
         stance = now
@@ -384,6 +378,12 @@ def test_an_unreachable_com_holds_the_last_command_with_ik_failed(talos):
 def test_parameters_and_joint_names_are_checked(talos, solo):
     with pytest.raises(ParameterError, match="control_period"):
         WholeBodyStage.Parameters(control_period=0.0)
+    with pytest.raises(ParameterError, match="safe_stop_speedup"):
+        WholeBodyStage.Parameters(safe_stop_speedup=0.5)
+    with pytest.raises(ParameterError, match="safe_stop_shift_duration"):
+        WholeBodyStage.Parameters(safe_stop_shift_duration=0.0)
+    with pytest.raises(ParameterError, match="safe_stop_stance_radius"):
+        WholeBodyStage.Parameters(safe_stop_stance_radius=-0.01)
     with pytest.raises(ParameterError, match="contact_force_threshold"):
         WholeBodyStage.Parameters(contact_force_threshold=-1.0)
     with pytest.raises(JointNotFound):
@@ -393,6 +393,116 @@ def test_parameters_and_joint_names_are_checked(talos, solo):
     stage = WholeBodyStage(solo)
     assert not stage.set_plan(plan(walk_timeline()))  # a quadruped ignores plans and stands
     assert stage.plan_id is None
+
+
+# ------------------------------------------------------------------ safe stop (issue 17)
+def walk_on_references(stage, timeline, t_stop, sample):
+    """The references of ``timeline`` at every tick before plan time ``t_stop`` [s], each after its sample;
+    the commands."""
+    commands = []
+    for k in range(int(round(t_stop / T))):
+        assert stage.observe(ns(k * T), sample) is None
+        commands.append(stage.on_reference(reference(timeline, k * T)))
+    return commands
+
+
+def sensor_ticks(stage, t_start, t_end, sample):
+    """Samples every T over [t_start, t_end) and no references: {time [s]: (command, configuration)}."""
+    ticks = {}
+    for k in range(int(round(t_start / T)), int(round(t_end / T))):
+        command = stage.observe(ns(k * T), sample)
+        if command is not None:
+            ticks[round(k * T, 6)] = (command, stage.configuration)
+    return ticks
+
+
+def soles(talos, q):
+    poses = talos.foot_poses(q)
+    return {foot: poses[frame] for foot, frame in ((Foot.LEFT, talos.left_foot_frame),
+                                                   (Foot.RIGHT, talos.right_foot_frame))}
+
+
+def test_references_stopping_mid_swing_land_the_foot_on_time_then_settle_in_double_support(talos):
+    """Issue 17: the planner dies while the left foot swings. Instead of freezing mid-swing (the former
+    REFERENCE_STALE hold), the stage finishes the step on the timeline (the foot lands at its step at the
+    planned touchdown), moves the CoM to the middle of the soles on a reference of its own (SAFE_STOP
+    commands), then stands on the landed feet; the stopped plan's references are no longer followed."""
+    timeline = walk_timeline()
+    stage = WholeBodyStage(talos)
+    sample = sample_of(talos, talos.reference_configuration())
+    stage.observe(ns(-T), sample)
+    stage.set_plan(plan(timeline))
+    single = timeline.phases[1]  # the left foot swings over [0.6, 1.2) to step 1
+    step = timeline.steps[0]
+    cut = single.t_start + 0.3
+    assert all(c.status == OK for c in walk_on_references(stage, timeline, cut, sample))
+    ticks = sensor_ticks(stage, cut, cut + 0.06, sample)
+    assert not ticks  # within reference_timeout: nothing yet
+    # During the stop, a late reference is ignored and a new plan waits (the robot lands first).
+    ticks = sensor_ticks(stage, cut + 0.06, cut + 0.1, sample)
+    assert [c.status for c, _ in ticks.values()] == [WholeBodyStatus.SAFE_STOP]
+    assert stage.on_reference(reference(timeline, cut + 0.08)) is None
+    elsewhere = Timeline(FootPose((0.5, 0.085, 0.0)), FootPose((0.5, -0.085, 0.0)), ())
+    stage.set_plan(plan(elsewhere, plan_id=2, walking=False))
+    assert stage.plan_id == 1 and stage.walking and stage.safe_stop is not None
+    ticks.update(sensor_ticks(stage, cut + 0.1, cut + 2.5, sample))
+    commands = [c for c, _ in ticks.values()]
+    statuses = [c.status for c in commands]
+    stops = statuses.count(WholeBodyStatus.SAFE_STOP)
+    assert stops > 10 and statuses == [WholeBodyStatus.SAFE_STOP] * stops + [OK] * (len(statuses) - stops)
+    assert all(c.source == "sensor" and not c.held for c in commands)
+    assert "safe stop, landing step 1 at t = 1.200 s (on time)" in commands[0].reason
+    # The swing foot is above the ground until the planned touchdown, then on its step; the stance foot stays.
+    stance = soles(talos, ticks[round(cut + 0.08, 6)][1])[Foot.RIGHT][0]
+    for t, (_, q) in ticks.items():
+        feet = soles(talos, q)
+        np.testing.assert_allclose(feet[Foot.RIGHT][0], stance, atol=1e-4)
+        left, rotation = feet[Foot.LEFT]
+        if t + T < single.t_end - 0.1:
+            assert left[2] > 0.01, t
+        if t + T >= single.t_end:
+            np.testing.assert_allclose(left, step.position, atol=1e-4, err_msg=str(t))
+            yaw = math.atan2(rotation[1, 0], rotation[0, 0])
+            assert abs(math.remainder(yaw - step.yaw, 2 * math.pi)) < 1e-3
+    # Settled: the CoM over the middle of the soles, standing on the landed feet; the plan received during
+    # the stop is installed, its feet ignored (the robot stands where it landed).
+    q = stage.configuration
+    feet = soles(talos, q)
+    middle = 0.5 * (feet[Foot.LEFT][0] + feet[Foot.RIGHT][0])
+    np.testing.assert_allclose(talos.com(q)[:2], middle[:2], atol=1e-3)
+    assert stage.safe_stop is None and stage.stopped_plan_id == 1 and not stage.walking
+    assert stage.plan_id == 2 and stage.safe_stops == 1
+    np.testing.assert_allclose(commands[-1].positions[0], commands[-2].positions[0], atol=1e-9)  # held
+    # A new walk from there is followed again.
+    again = Timeline(FootPose(tuple(feet[Foot.LEFT][0]), step.yaw), FootPose(tuple(stance)),
+                     [Step(1, Foot.RIGHT, 0.8, (0.2, -0.085, 0.0), yaw=0.1)])
+    later = ns(cut + 2.5)
+    stage.set_plan(WalkPlan(3, True, later, again))
+    assert stage.observe(later, sample) is None  # references for the walk are on their way
+    reply = stage.on_reference(fixed_reference(later, talos.com(q), plan_id=3))
+    assert reply.status == OK and reply.source == "reference" and stage.plan_id == 3 and stage.walking
+
+
+def test_references_stopping_in_double_support_keep_the_feet_and_move_the_com_between_them(talos):
+    timeline = walk_timeline()
+    stage = WholeBodyStage(talos)
+    sample = sample_of(talos, talos.reference_configuration())
+    stage.observe(ns(-T), sample)
+    stage.set_plan(plan(timeline))
+    double = timeline.phases[2]  # after step 1: [1.2, 1.4)
+    walk_on_references(stage, timeline, double.t_start + 0.04, sample)
+    before = soles(talos, stage.configuration)
+    ticks = sensor_ticks(stage, double.t_start + 0.04, double.t_start + 2.5, sample)
+    commands = [c for c, _ in ticks.values()]
+    assert commands[0].status == WholeBodyStatus.SAFE_STOP and "no step in progress" in commands[0].reason
+    assert commands[-1].status == OK
+    for _, q in ticks.values():
+        for foot, (position, _) in soles(talos, q).items():
+            np.testing.assert_allclose(position, before[foot][0], atol=2e-4)
+    q = stage.configuration
+    middle = 0.5 * (before[Foot.LEFT][0] + before[Foot.RIGHT][0])
+    np.testing.assert_allclose(talos.com(q)[:2], middle[:2], atol=1e-3)
+    assert stage.on_reference(reference(timeline, double.t_start + 2.5)) is None  # the stopped plan
 
 
 # ------------------------------------------------------------------ gestures

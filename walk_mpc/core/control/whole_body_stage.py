@@ -43,9 +43,25 @@ the planner computes its reference.
 Sensor-driven ticks: while no reference has come for ``reference_timeout`` of sensor time (before the
 planner starts, a quadruped without planner), each sample at least ``control_period`` after the previous
 tick is a standing tick holding the body position (the standing targets restart from the current posture
-when they take over from references: no jump); during a walk such a tick holds the last command
-(REFERENCE_STALE), except within ``reference_timeout`` of the start of a walk (its first references are on
-their way: no command).
+when they take over from references: no jump). During a walk:
+
+* within ``reference_timeout`` of its start, nothing (its first references are on their way); after it,
+  if this stage has not walked it on references yet (the robot stands), such a tick holds the last
+  command (REFERENCE_STALE);
+* once the stage walked on references, their stopping starts a *safe stop* (issue 17: the planner died;
+  the former hold froze the robot mid-swing): :class:`SafeStop`, sensor-driven ticks with status
+  SAFE_STOP (commands, not holds). The step in progress at the end of the last walking command is
+  finished on the stage's (support-corrected) timeline: the swing resumes where that command left the
+  foot and lands on the step at the planned touchdown (up to ``safe_stop_speedup`` times the planned
+  swing speed; later if even that cannot make it); without a step in progress the feet stay where the
+  posture has them. The stage makes its own CoM reference (there is no MPC): minimum-jerk shifts of
+  ``safe_stop_shift_duration`` from the last command's CoM to within ``safe_stop_stance_radius`` of the
+  stance sole while the foot swings, then from the touchdown on to the middle of both soles, the height
+  following the mean height of the soles. Once the posture has settled the stage stands on the landed
+  feet (standing targets at the posture's feet, whatever the feet of the plans received meanwhile, until
+  a plan walks), and the stopped plan is never walked again: its references are skipped. During the stop
+  the references are ignored and received plans wait (installed when it has settled), so that the walk
+  behavior's stop (a Stand plan at the planned feet) or a restarted planner cannot cut it short.
 
 Holds: a reference with NaN/inf or malformed arrays (BAD_REFERENCE), targets that cannot be built
 (TARGETS_ERROR) or a solve that does not converge (IK_FAILED) return the last command held (both points at
@@ -55,7 +71,8 @@ command's.
 Outage: two consecutive sample stamps more than ``sensor_timeout`` apart (a restarted simulator: the robot
 may have moved), or a stamp guard re-anchoring on a new time base, restart the stage from that sample as
 from the first one: the model re-initialised from the measurement, held until references come again, and
-the standing feet taken from the posture until a new plan. A rogue stamp (not later than the last one, far
+the standing feet taken from the posture until a new plan (a safe stop in progress is abandoned; the
+stage has not walked since). A rogue stamp (not later than the last one, far
 ahead of the steady clock) is skipped without any state change.
 
 Gestures (seed 003; legs = the robot's foot frames in model order): :meth:`WholeBodyStage.exec_gesture`
@@ -81,7 +98,7 @@ import numpy as np
 
 from walk_mpc.core.body.gesture import GestureController, GestureDof, elementary_transform
 from walk_mpc.core.body.ik import IKResult, IKSolver, IKTargets
-from walk_mpc.core.body.robot import RobotModel
+from walk_mpc.core.body.robot import RobotModel, yaw_of
 from walk_mpc.core.body.state_estimation import estimate_state
 from walk_mpc.core.body.targets import (
     StandingTargets,
@@ -104,11 +121,11 @@ from walk_mpc.core.control.types import (
 )
 from walk_mpc.core.errors import InputError, JointNotFound, ParameterError, ShapeError, WalkMpcError
 from walk_mpc.core.mpc.support_correction import SupportCorrectionParameters, SupportCorrector, anchor_foot
-from walk_mpc.core.params import check_nonnegative, check_positive
+from walk_mpc.core.params import check_nonnegative, check_positive, check_range
 from walk_mpc.core.sensors import SensorSample, check_sample
 from walk_mpc.core.sim.kinematic import FEET
 from walk_mpc.core.walk.step import Foot
-from walk_mpc.core.walk.timeline import FootPose, Timeline
+from walk_mpc.core.walk.timeline import FootPose, PhaseKind, Timeline
 
 MAX_PENDING_PLANS = 8  # received plans kept until a reference names one
 MAX_SAMPLES = 16  # measured samples kept by stamp (the reference's sample is usually the latest)
@@ -140,6 +157,15 @@ class WholeBodyStageParameters:
         contact_prefixes: Name prefix of the contact sensors of each leg (foot frame order); empty = the
             simulators' names for bipeds (``left_foot``, ``right_foot``), else the foot frame names.
         stamps: The sample stamp guard.
+        safe_stop_speedup: Largest factor [-] (>= 1) by which a safe stop speeds up the rest of the swing
+            so that the foot lands at its planned touchdown time (the swing resumes where the last command
+            left the foot; when even this speed cannot make the planned touchdown, the foot lands later).
+        safe_stop_shift_duration: Duration [s] of each CoM shift of a safe stop (minimum jerk: onto the
+            stance sole while the foot swings, then to the middle of the soles). A shift of ``d`` [m] over
+            ``D`` [s] accelerates the CoM up to ``5.77 d / D^2``, which moves the ZMP ``com_height / g``
+            times that away from the CoM: 1 s keeps it within Talos' soles for a 10 cm shift.
+        safe_stop_stance_radius: While the foot of a safe stop swings, the CoM stays where it is if it is
+            within this horizontal distance [m] of the stance sole's origin, else it moves to that distance.
     """
 
     solver: IKSolver.Parameters = dataclasses.field(default_factory=IKSolver.Parameters)
@@ -154,6 +180,9 @@ class WholeBodyStageParameters:
     contact_force_threshold: float = 1.0
     contact_prefixes: tuple[str, ...] = ()
     stamps: StampGuardParameters = dataclasses.field(default_factory=StampGuardParameters)
+    safe_stop_speedup: float = 2.0
+    safe_stop_shift_duration: float = 1.0
+    safe_stop_stance_radius: float = 0.03
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "joint_names", tuple(self.joint_names))
@@ -171,6 +200,9 @@ class WholeBodyStageParameters:
         check_positive("reference_timeout", self.reference_timeout)
         check_positive("sensor_timeout", self.sensor_timeout)
         check_nonnegative("contact_force_threshold", self.contact_force_threshold)
+        check_range("safe_stop_speedup", self.safe_stop_speedup, 1.0, 100.0)
+        check_positive("safe_stop_shift_duration", self.safe_stop_shift_duration)
+        check_nonnegative("safe_stop_stance_radius", self.safe_stop_stance_radius)
         if not isinstance(self.solve_ahead, bool):
             raise ParameterError("solve_ahead", self.solve_ahead, "true or false")
 
@@ -204,6 +236,78 @@ class GestureReply:
     success: bool
     message: str
     body_moved: bool = False
+
+
+def min_jerk(x: float) -> float:
+    """Minimum-jerk blend of the normalised time ``x``: 0 before 0, 1 after 1, zero velocity and acceleration
+    at both ends."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    return x * x * x * (10.0 + x * (-15.0 + 6.0 * x))
+
+
+@dataclasses.dataclass(frozen=True)
+class SafeStop:
+    """A safe stop: how the stage lands the step in progress and settles without CoM references.
+
+    Times are plan times [s] (``t = 0`` at the stopped plan's stamp). The feet follow :attr:`timeline` (the
+    walk's corrected timeline without the steps after the one in progress) at :meth:`timeline_time`: the
+    swing resumes where the last command left the foot (:attr:`t_resume`) and reaches its planned touchdown
+    at :attr:`t_landing` (the planned time when the swing can make it at up to ``safe_stop_speedup`` times
+    its planned speed). The CoM (:meth:`com`) blends (minimum jerk, :attr:`shift_duration` each) from the
+    last command's CoM to above the stance sole while it swings, and from the touchdown on to the middle of
+    both soles; its height moves with the mean height of the soles.
+
+    Attributes:
+        plan_id: The plan whose walk is stopped.
+        step_index: The step being finished (0: none was in progress; the feet stay where they are).
+        timeline: The feet of the stop.
+        t_start: Plan time of the first tick of the stop [s].
+        t_resume: Timeline time of the posture the stop starts from (the end of the last command) [s].
+        t_touchdown: Planned touchdown of the step in the timeline [s] (``t_resume`` without a step).
+        t_landing: Plan time at which the foot lands [s] (``t_start`` without a step).
+        com_start: CoM of the last command [m], shape (3,).
+        com_stance: CoM target above the stance sole [m] (``com_final`` without a step).
+        com_final: CoM target above the middle of the soles [m].
+        shift_duration: Duration of each CoM blend [s] (``safe_stop_shift_duration``).
+        t_settled: Plan time from which everything is at rest [s].
+    """
+
+    plan_id: int
+    step_index: int
+    timeline: Timeline
+    t_start: float
+    t_resume: float
+    t_touchdown: float
+    t_landing: float
+    com_start: np.ndarray
+    com_stance: np.ndarray
+    com_final: np.ndarray
+    shift_duration: float
+    t_settled: float
+
+    def timeline_time(self, t: float) -> float:
+        """Time [s] of :attr:`timeline` whose feet are the targets at plan time ``t``."""
+        if t >= self.t_landing:
+            return self.t_touchdown + (t - self.t_landing)
+        if t <= self.t_start:
+            return self.t_resume
+        rate = (self.t_touchdown - self.t_resume) / (self.t_landing - self.t_start)
+        return self.t_resume + (t - self.t_start) * rate
+
+    def com(self, t: float) -> np.ndarray:
+        """CoM target [m] at plan time ``t``, shape (3,)."""
+        first = min_jerk((t - self.t_start) / self.shift_duration)
+        second = min_jerk((t - self.t_landing) / self.shift_duration)
+        return (self.com_start + (self.com_stance - self.com_start) * first
+                + (self.com_final - self.com_stance) * second)
+
+    @property
+    def landing_delay(self) -> float:
+        """How much later than planned the foot lands [s] (0 without a step)."""
+        return max(0.0, self.t_landing - self.t_touchdown) if self.step_index else 0.0
 
 
 class _Hold(Exception):
@@ -332,6 +436,12 @@ class WholeBodyStage:
         self._pose_targets: Optional[tuple] = None  # (stamp, timeline, times, targets without CoM): prepared
         self._ahead: Optional[_Ahead] = None  # the tick of a reference announced ahead, solved
         self._announced: Optional[tuple] = None  # (stamp, times, coms) of the last reference announced
+        self._walked: Optional[int] = None  # stamp [ns] of the end of the last walking command (its 2T point)
+        self._safe_stop: Optional[SafeStop] = None  # the safe stop in progress
+        self._stop_reason = ""  # the reason of its commands
+        self._stopped_plan: Optional[int] = None  # the plan whose walk a safe stop ended (not walked again)
+        self._landed = False  # after a safe stop: standing at the posture's feet until a plan walks
+        self.safe_stops = 0  # safe stops started
         self.resyncs = 0  # ticks that re-synchronised the model on a measurement (support changes)
         self.prepared = 0  # support corrections made on arrival of their sample, ahead of the reference
         self.ahead_ticks = 0  # ticks that returned the solution of their announced reference
@@ -350,9 +460,19 @@ class WholeBodyStage:
 
     @property
     def walking(self) -> bool:
-        """Whether a walk is in progress at the last tick."""
-        last = self._last_tick_ns
-        return self._walking_at(None if last is None else self._plan_time(last))
+        """Whether a walk (or a safe stop) is in progress at the last tick."""
+        last = None if self._last_tick_ns is None else self._plan_time(self._last_tick_ns)
+        return self._safe_stop is not None or self._walking_at(last)
+
+    @property
+    def safe_stop(self) -> Optional[SafeStop]:
+        """The safe stop in progress, or None."""
+        return self._safe_stop
+
+    @property
+    def stopped_plan_id(self) -> Optional[int]:
+        """The plan whose walk the last safe stop ended (its references are skipped), or None."""
+        return self._stopped_plan
 
     @property
     def plan_id(self) -> Optional[int]:
@@ -483,7 +603,8 @@ class WholeBodyStage:
         Returns:
             The tick's command (a hold with its status on failure: NaN/inf or malformed reference, targets
             error, IK failure), or None when the reference is skipped (no sample yet, after an outage this
-            stage has not measured, a plan never received).
+            stage has not measured, a plan never received, during a safe stop, for the plan a safe stop
+            ended).
         """
         try:
             now = _stamp("reference stamp_ns", reference.stamp_ns)
@@ -497,10 +618,18 @@ class WholeBodyStage:
             # nothing valid to solve from.
             self._skip("references ignored until their sensor sample")
             return None
+        if self._safe_stop is not None:
+            self._skip(f"references ignored during the safe stop of plan {self._safe_stop.plan_id} (standing "
+                       f"from t = {self._safe_stop.t_settled:.3f} s)")
+            return None
         try:
             times, coms = self._reference_targets(reference)
             if not self._install_plan_of_reference(plan_id):
                 self._skip(f"references for plan {plan_id} skipped: this stage has plan {self._plan_id}")
+                return None
+            if plan_id == self._stopped_plan:
+                self._skip(f"references for plan {plan_id} skipped: a safe stop ended its walk (a new plan "
+                           "walks again)")
                 return None
             self._skipping = ""
             self._last_reference_ns = now
@@ -528,7 +657,7 @@ class WholeBodyStage:
         self._ahead = self._announced = None
         if (not self.params.solve_ahead or isinstance(reference, BadReference)
                 or self._tick_source != TickSource.REFERENCE or self._pending or self._q is None
-                or self._measured_joints is None):
+                or self._measured_joints is None or self._safe_stop is not None):
             return None
         try:
             now = _stamp("reference stamp_ns", reference.stamp_ns)
@@ -713,6 +842,8 @@ class WholeBodyStage:
         self._pose_targets = None
         self._ahead = None
         self._announced = None
+        self._walked = None  # the posture of the last walking command is not where the robot is
+        self._safe_stop = None
         self._last_reference_ns = None
         self._last_tick_ns = None
         self._grace_until_ns = now + self._timeout_ns
@@ -743,12 +874,14 @@ class WholeBodyStage:
             # A walk starts: the planner's references for it get reference_timeout to arrive before the stage
             # reports them stale (after a restart, discovery of the planner can lag the latched plan).
             self._grace_until_ns = self._latest_sample_ns + self._timeout_ns
+            self._walked = None
         self._timeline = self._corrector.set_plan(plan.timeline)
         self._plan_id = plan.plan_id
         self._plan_walking = plan.walking
         self._plan_stamp_ns = plan.stamp_ns
         if changed:
             self._standing = None  # rebuilt from this plan's feet when standing
+            self._landed = self._landed and not plan.walking
 
     def _install_plan_of_reference(self, plan_id: int) -> bool:
         """Install the plan a reference names, if received. False for a plan never received while the stage
@@ -764,8 +897,9 @@ class WholeBodyStage:
         return (ns - self._plan_stamp_ns) * 1e-9
 
     def _walking_at(self, t: Optional[float]) -> bool:
-        """Whether a walk is in progress at plan time ``t`` (unknown time: while the plan walks)."""
-        if self._timeline is None or not self._plan_walking:
+        """Whether a walk is in progress at plan time ``t`` (unknown time: while the plan walks); not on a
+        plan a safe stop ended."""
+        if self._timeline is None or not self._plan_walking or self._plan_id == self._stopped_plan:
             return False
         return t is None or t < self._timeline.t_end
 
@@ -777,12 +911,13 @@ class WholeBodyStage:
         """Standing targets, built when missing from the model configuration (the current posture).
 
         With CoM references (reference-driven ticks) a biped's feet are the plan's final feet; for
-        sensor-driven ticks, which hold the body where the posture has it, the feet are the posture's.
+        sensor-driven ticks, which hold the body where the posture has it, and after a safe stop until a plan
+        walks (the robot stands where its feet landed), the feet are the posture's.
         """
         if self._standing is None:
             planned = None
             if (self._timeline is not None and self.robot.is_biped and self._tick_source != TickSource.SENSOR
-                    and self._plan_id != self._posture_feet_plan):
+                    and self._plan_id != self._posture_feet_plan and not self._landed):
                 final = self._timeline.phases[-1]
                 planned = {self.robot.left_foot_frame: pose_matrix(final.left.position, final.left.yaw),
                            self.robot.right_foot_frame: pose_matrix(final.right.position, final.right.yaw)}
@@ -808,19 +943,128 @@ class WholeBodyStage:
         return list(reference.times), [reference.com_position[0], reference.com_position[1]]
 
     def _sensor_tick(self, now: int) -> Optional[JointCommand]:
-        if self._pending:
-            self._install(next(reversed(self._pending)))  # no references: the newest plan
-        t = self._plan_time(now)
         times = [self.params.control_period, 2.0 * self.params.control_period]
         try:
-            if self._walking_at(t):
-                if now < self._grace_until_ns:
-                    return None  # a walk just started: its first references are on their way
-                raise _Hold(WholeBodyStatus.REFERENCE_STALE, f"no CoM reference for "
-                            f"{self.params.reference_timeout} s during a walk")
+            if self._safe_stop is None:
+                if self._walked is not None and self._walking_at(self._plan_time(now)):
+                    # The references stopped while the robot walked on this stage's commands: it lands and
+                    # settles first, whatever plan came since (e.g. the walk behavior's stop: Stand at the
+                    # planned feet, one of which may still be in the air).
+                    self._start_safe_stop(self._plan_time(now))
+                else:
+                    if self._pending:
+                        self._install(next(reversed(self._pending)))  # no references: the newest plan
+                    if self._walking_at(self._plan_time(now)):
+                        if now < self._grace_until_ns:
+                            return None  # a walk just started: its first references are on their way
+                        if self._walked is None:  # this stage has not walked it yet: the robot stands
+                            raise _Hold(WholeBodyStatus.REFERENCE_STALE, f"no CoM reference for "
+                                        f"{self.params.reference_timeout} s since the walk of plan "
+                                        f"{self._plan_id} started: holding the standing posture")
+                        self._start_safe_stop(self._plan_time(now))  # a plan extending the walk
+            if self._safe_stop is not None:
+                return self._safe_stop_tick(now, self._plan_time(now), times)
             return self._tick(now, times, [None, None], TickSource.SENSOR)
         except _Hold as hold:
             return self._hold(now, hold.status, str(hold), TickSource.SENSOR)
+
+    # ------------------------------------------------------------------ safe stop
+    def _start_safe_stop(self, t: float) -> None:
+        """References stopped during the walk at plan time ``t``: plan the safe stop (:class:`SafeStop`) from
+        the posture of the last command. The step in progress at the end of the last walking command (if it
+        was on this plan) is finished on the corrected timeline; without one the feet stay where the
+        posture has them. Raises _Hold (TARGETS_ERROR) when it cannot be planned (tried again next tick)."""
+        try:
+            stop = self._plan_safe_stop(t)
+        except WalkMpcError as exc:
+            raise _Hold(WholeBodyStatus.TARGETS_ERROR, f"safe stop not planned: {exc}") from None
+        self._safe_stop = stop
+        self.safe_stops += 1
+        self._ahead = self._announced = None
+        self._pose_targets = None
+        self._standing = None
+        self._gestures = {}
+        self._tick_source = TickSource.SENSOR.value
+        if stop.step_index:
+            late = f" ({stop.landing_delay:.3f} s late)" if stop.landing_delay > 0.0 else " (on time)"
+            what = f"landing step {stop.step_index} at t = {stop.t_landing:.3f} s{late}"
+        else:
+            what = "no step in progress: the feet stay"
+        self._stop_reason = (f"no CoM reference for {self.params.reference_timeout} s during the walk of "
+                             f"plan {stop.plan_id}: safe stop, {what}, CoM to the middle of the soles, "
+                             f"standing from t = {stop.t_settled:.3f} s")
+        self.log.warning(self._stop_reason)
+
+    def _plan_safe_stop(self, t: float) -> SafeStop:
+        timeline = self._timeline
+        q = self._q if self._q_ahead is None else self._q_ahead  # where the last command left the robot
+        com = np.array(self.robot.com(q), dtype=float)
+        shift = self.params.safe_stop_shift_duration
+        resume = None if self._walked is None else min(t, self._plan_time(self._walked))
+        phase = None if resume is None else timeline.phase_at(resume)
+        if phase is not None and phase.kind is PhaseKind.SINGLE and resume < phase.t_end:
+            # Finish the step in progress: the timeline up to it, then double support, catch and stand.
+            first = timeline.phases[0]
+            steps = [step for step in timeline.steps if step.step_index <= phase.step_index]
+            feet = Timeline(first.left, first.right, steps, timeline.timing, timeline.t0)
+            stance = phase.foot(phase.swing_foot.other).position
+            ground = stance[2]
+            speedup = self.params.safe_stop_speedup
+            landing = max(phase.t_end, t + (phase.t_end - resume) / speedup)
+            step_index = phase.step_index
+            final = feet.phases[-1]
+        else:  # no step in progress: both feet stay where the posture has them
+            poses = self.robot.foot_poses(q)
+            left, right = (FootPose(tuple(float(v) for v in poses[frame][0]), yaw_of(poses[frame][1]))
+                           for frame in (self._feet[Foot.LEFT], self._feet[Foot.RIGHT]))
+            feet = Timeline(left, right, (), timeline.timing, t)
+            resume, landing, step_index = t, t, 0
+            final = feet.phases[-1]
+            stance = None
+            ground = 0.5 * (left.position[2] + right.position[2])
+        middle = 0.5 * (np.asarray(final.left.position) + np.asarray(final.right.position))
+        com_final = np.array([middle[0], middle[1], com[2] + middle[2] - ground])
+        if stance is None:
+            com_stance = com_final
+        else:  # over the stance sole: where the CoM is if close enough to the sole's origin, else closer
+            offset = com[:2] - np.asarray(stance[:2])
+            distance = float(np.hypot(offset[0], offset[1]))
+            radius = self.params.safe_stop_stance_radius
+            scale = 1.0 if distance <= radius else radius / distance
+            com_stance = np.array([stance[0] + scale * offset[0], stance[1] + scale * offset[1], com[2]])
+        touchdown = phase.t_end if step_index else resume
+        settled = max(t, landing) + shift
+        return SafeStop(self._plan_id, step_index, feet, t, resume, touchdown, landing, com, com_stance,
+                        com_final, shift, settled)
+
+    def _safe_stop_tick(self, now: int, t: float, times: list[float]) -> JointCommand:
+        """A tick of the safe stop in progress (status SAFE_STOP); the tick whose point at T reaches the
+        settled posture ends it: the stage then stands on the landed feet (standing targets at the
+        posture's feet) and the stopped plan is not walked again."""
+        stop = self._safe_stop
+        try:
+            targets = [walk_targets(stop.timeline, stop.timeline_time(t + dt), stop.com(t + dt),
+                                    self._torso_tilt) for dt in times]
+        except WalkMpcError as exc:
+            raise _Hold(WholeBodyStatus.TARGETS_ERROR, f"safe stop targets: {exc}") from None
+        q_init = self._q if self._q_ahead is None else self._q_ahead
+        first, second = self._solve(targets, q_init)
+        positions, command = self._command_of(now, times, first, second, TickSource.SENSOR)
+        self._q = np.array(first.q)
+        self._q_ahead = np.array(second.q)
+        self._command = positions[0]
+        self._last_tick_ns = now
+        phase = stop.timeline.phase_at(stop.timeline_time(t))
+        self._stance = tuple(sorted(int(foot) for foot in phase.stance_feet))
+        if t + times[0] >= stop.t_settled:
+            self._safe_stop = None
+            self._stopped_plan = stop.plan_id
+            self._landed = True
+            self._standing = None  # standing from the landed posture from the next tick on
+            self._walked = None
+            self.log.info(f"safe stop of plan {stop.plan_id} settled at t = {t + times[0]:.3f} s: standing "
+                          "on the landed feet until a new plan")
+        return dataclasses.replace(command, status=WholeBodyStatus.SAFE_STOP, reason=self._stop_reason)
 
     def _prepare_tick(self, now: int) -> None:
         """Work of the coming reference tick of sample ``now`` that needs no reference, done on arrival of
@@ -897,6 +1141,8 @@ class WholeBodyStage:
         self._q_ahead = np.array(second.q)
         self._command = positions[0]
         self._last_tick_ns = now
+        if walking and source == TickSource.REFERENCE:
+            self._walked = now + round(times[1] * NS_PER_S)  # where a safe stop would resume the walk
         return command
 
     def _problem(self, now: int, times, coms: list, sample: Optional[tuple], latest: bool = True) -> tuple:
@@ -999,5 +1245,5 @@ class WholeBodyStage:
                             0.0, reason)
 
 
-__all__ = ["MAX_PENDING_PLANS", "MAX_SAMPLES", "BadReference", "GestureReply", "TickSource", "WholeBodyStage",
-           "WholeBodyStageParameters"]
+__all__ = ["MAX_PENDING_PLANS", "MAX_SAMPLES", "BadReference", "GestureReply", "SafeStop", "TickSource",
+           "WholeBodyStage", "WholeBodyStageParameters", "min_jerk"]

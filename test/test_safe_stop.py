@@ -1,0 +1,285 @@
+"""Issue 17 on the kinematic plant: a stage of the loop dies mid-walk, the robot is stopped safely, restarted
+stages walk again.
+
+The graph's composition (:class:`ClosedLoopWalk`: the planner stage and the whole-body stage on the plant's
+samples) driven sample by sample, where a stage can fall silent (a SIGKILLed node: nothing in, nothing out)
+and be replaced by a fresh one fed the latched plan (a restarted node). Measured on the graph before:
+killing the mpc_planner froze the robot mid-swing (the ik held its last command) and a walk after the
+planner's restart fell; killing the ik left the planner integrating a CoM that diverged to 1e32 m, and the
+restarted ik failed on every tick.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.spatial import ConvexHull
+
+from walk_mpc.core.body.robot import RobotModel, yaw_of
+from walk_mpc.core.control.closed_loop import ORIGIN_NS, ClosedLoopWalk
+from walk_mpc.core.control.planner_stage import PlannerStage, PlannerTick
+from walk_mpc.core.control.types import NS_PER_S, JointCommand, PlannerStatus, WalkPlan, WholeBodyStatus
+from walk_mpc.core.control.whole_body_stage import WholeBodyStage
+from walk_mpc.core.sim.backend import GRAVITY, JointTrajectoryCommand
+from walk_mpc.core.sim.kinematic import CORNERS, FEET, KinematicSim
+from walk_mpc.core.walk import footsteps
+from walk_mpc.core.walk.step import Foot, Step
+from walk_mpc.core.walk.timeline import FootPose, GaitTiming, PhaseKind, Timeline
+
+TIMING = GaitTiming(sway_duration=0.6, double_support_duration=0.3, catch_duration=0.6)
+STEP_DURATION = 1.1  # [s] 0.8 s single support + 0.3 s double support
+LANDING_TOLERANCE = 0.01  # [m]
+OK, SAFE_STOP = WholeBodyStatus.OK, WholeBodyStatus.SAFE_STOP
+
+
+def feet_of(robot: RobotModel, q) -> dict[Foot, FootPose]:
+    """Sole poses of configuration ``q``."""
+    poses = robot.foot_poses(q)
+    return {foot: FootPose(tuple(float(v) for v in poses[frame][0]), yaw_of(poses[frame][1]))
+            for foot, frame in ((Foot.LEFT, robot.left_foot_frame), (Foot.RIGHT, robot.right_foot_frame))}
+
+
+def six_steps(robot: RobotModel) -> Timeline:
+    """Issue 17's walk: 1 m forward in steps of 0.2 m from the plant's feet at rest (6 steps)."""
+    feet = feet_of(robot, KinematicSim(KinematicSim.Parameters(), robot=robot).state.q)
+    left, right = feet[Foot.LEFT], feet[Foot.RIGHT]
+    width = left.position[1] - right.position[1]
+    steps = footsteps.walk_forward(left, right, 1.0, step_length=0.2, width=width, duration=STEP_DURATION)
+    assert len(steps) == 6
+    return Timeline(left, right, steps, TIMING)
+
+
+class Loop:
+    """:class:`ClosedLoopWalk`'s composition, one hardware period per :meth:`step` (same stamps and order),
+    with stages that can fall silent and be restarted."""
+
+    def __init__(self, robot: RobotModel, timeline: Timeline) -> None:
+        self.robot = robot
+        self.sim = KinematicSim(KinematicSim.Parameters(), robot=robot)
+        self.walk = ClosedLoopWalk(robot, self.sim, timeline)  # the loop's stages, parameters and plan 1
+        self.planner: PlannerStage = self.walk.planner_stage
+        self.whole_body: WholeBodyStage = self.walk.whole_body
+        self.planner_alive = self.whole_body_alive = True
+        self.commands: list[tuple[float, JointCommand]] = []  # (time [s], command) applied
+        self.ticks: list[tuple[float, PlannerTick]] = []  # (time [s], planner tick)
+        self.contacts: list[tuple[float, tuple]] = []  # (time [s], in_contact) of every sample
+        self.plan_id = 1
+
+    @property
+    def time(self) -> float:
+        return self.sim.time
+
+    @property
+    def stamp_ns(self) -> int:
+        return self.walk.stamp_ns(self.sim.state.step_count)
+
+    def step(self) -> None:
+        state = self.sim.step()
+        stamp = self.walk.stamp_ns(state.step_count)
+        sample = self.sim.sensor_sample()
+        self.contacts.append((self.time, tuple(state.in_contact)))
+        if self.whole_body_alive:
+            self._apply(self.whole_body.observe(stamp, sample))
+        if not self.planner_alive:
+            return
+        tick = self.planner.observe(stamp, sample)
+        if tick.ticked:
+            self.ticks.append((self.time, tick))
+        if self.whole_body_alive:
+            if tick.reference is not None:
+                self._apply(self.whole_body.on_reference(tick.reference))
+            if tick.ahead is not None:
+                self.whole_body.on_reference_ahead(tick.ahead)
+
+    def run_until(self, t: float) -> None:
+        while self.time < t - 1e-9:
+            self.step()
+
+    def send_plan(self, timeline: Timeline, walking: bool) -> WalkPlan:
+        """A new plan stamped now (as the walk behavior stamps its plans) to the stages that run."""
+        self.plan_id += 1
+        plan = WalkPlan(self.plan_id, walking, self.stamp_ns, timeline)
+        for alive, stage in ((self.planner_alive, self.planner), (self.whole_body_alive, self.whole_body)):
+            if alive:
+                stage.set_plan(plan)
+        return plan
+
+    def restart(self, plan: WalkPlan, planner: bool = False, whole_body: bool = False) -> None:
+        """Fresh stages (same parameters) fed the latched ``plan``, running from the next sample on."""
+        if planner:
+            self.planner = PlannerStage(self.robot, self.planner.params)
+            self.planner.set_plan(plan)
+            self.planner_alive = True
+        if whole_body:
+            self.whole_body = WholeBodyStage(self.robot, self.whole_body.params)
+            self.whole_body.set_plan(plan)
+            self.whole_body_alive = True
+
+    def feet(self) -> dict[Foot, FootPose]:
+        return feet_of(self.robot, np.asarray(self.sim.state.q))
+
+    def forces(self) -> tuple[float, float]:
+        """Total normal force [N] of each sole's contact sensors in the latest sample."""
+        sample = self.sim.sensor_sample()
+        return tuple(float(sum(f for name, f in zip(sample.contact_names, sample.contact)
+                               if name.startswith(prefix))) for prefix in FEET)
+
+    def com_inside_support(self) -> float:
+        """Distance [m] of the CoM inside the convex hull of the soles in contact (< 0: outside)."""
+        corners = self.sim.corner_positions()
+        points = np.array([corners[f"{FEET[i]}_{c}"][:2] for i in (0, 1) if self.sim.state.in_contact[i]
+                           for c in CORNERS])
+        com = np.asarray(self.sim.state.com)[:2]
+        return -max(float(eq[:2] @ com + eq[2]) for eq in ConvexHull(points).equations)
+
+    def touchdowns(self, foot: Foot, after: float) -> list[float]:
+        """Times [s] at which ``foot`` touched the ground after ``after``."""
+        return [t for (t, now), (_, before) in zip(self.contacts[1:], self.contacts) if t > after
+                and now[int(foot)] and not before[int(foot)]]
+
+    def _apply(self, command) -> None:
+        if command is None:
+            return
+        self.commands.append((self.time, command))
+        self.sim.set_trajectory(JointTrajectoryCommand(
+            self.whole_body.joint_names, command.times, command.positions,
+            stamp=(command.stamp_ns - ORIGIN_NS) / NS_PER_S, velocities=command.velocities))
+
+
+def assert_standing_safely(loop: Loop) -> None:
+    """Both feet loaded, the CoM inside their support polygon, near the middle of the soles."""
+    assert loop.sim.state.in_contact == (True, True)
+    weight = loop.robot.mass * GRAVITY
+    assert min(loop.forces()) > 0.3 * weight  # both soles carry the robot
+    assert loop.com_inside_support() > 0.04
+    feet = loop.feet()
+    middle = 0.5 * (np.asarray(feet[Foot.LEFT].position) + np.asarray(feet[Foot.RIGHT].position))
+    assert np.linalg.norm(np.asarray(loop.sim.state.com)[:2] - middle[:2]) < 0.01
+
+
+@pytest.fixture(scope="module")
+def walk(talos):
+    return six_steps(talos)
+
+
+def phase_of_step_2(timeline: Timeline, kind: PhaseKind):
+    return next(p for p in timeline.phases if p.step_index == 2 and p.kind is kind)
+
+
+# ---------------------------------------------------------------------------------------------- safe stop
+CUTS = {  # when the planner dies, in step 2 (the right foot swings over [1.7, 2.5) s)
+    "just after lift-off": (PhaseKind.SINGLE, 0.05),
+    "mid single support": (PhaseKind.SINGLE, 0.4),
+    "just before touchdown": (PhaseKind.SINGLE, 0.72),
+    "in double support": (PhaseKind.DOUBLE, 0.1),
+}
+
+
+@pytest.mark.parametrize("cut", list(CUTS))
+def test_a_planner_dying_mid_walk_lets_the_swing_foot_land_on_its_step_and_the_robot_stand(talos, walk, cut):
+    kind, after = CUTS[cut]
+    phase = phase_of_step_2(walk, kind)
+    step = next(s for s in walk.steps if s.step_index == 2)
+    loop = Loop(talos, walk)
+    loop.run_until(phase.t_start + after)
+    before = loop.feet()
+    loop.planner_alive = False  # SIGKILL: no reference from now on
+    stopped_at = len(loop.commands)
+    loop.run_until(phase.t_start + after + 2.5)
+    statuses = [c.status for _, c in loop.commands[stopped_at:]]
+    assert set(statuses) == {OK, SAFE_STOP}  # no hold, no IK failure
+    assert SAFE_STOP in statuses and statuses[-1] == OK
+    stops = statuses.count(SAFE_STOP)
+    assert statuses[statuses.index(SAFE_STOP):][:stops] == [SAFE_STOP] * stops  # one stop, then standing
+    wb = loop.whole_body
+    assert wb.safe_stop is None and wb.stopped_plan_id == 1 and not wb.walking and wb.safe_stops == 1
+    feet = loop.feet()
+    if kind is PhaseKind.SINGLE:  # the swing foot landed on its step, about on time; the stance foot stayed
+        assert np.linalg.norm(np.subtract(feet[Foot.RIGHT].position, step.position)) < LANDING_TOLERANCE
+        assert abs(math.remainder(feet[Foot.RIGHT].yaw - step.yaw, 2 * math.pi)) < 0.01
+        assert [abs(t - phase.t_end) < 0.1 for t in loop.touchdowns(Foot.RIGHT, phase.t_start)] == [True]
+        assert np.linalg.norm(np.subtract(feet[Foot.LEFT].position, before[Foot.LEFT].position)) < 1e-3
+    else:  # no step in progress: the feet stayed
+        for foot in Foot:
+            assert np.linalg.norm(np.subtract(feet[foot].position, before[foot].position)) < 1e-3
+    assert_standing_safely(loop)
+    assert all(len(loop.touchdowns(foot, phase.t_end + 0.05)) == 0 for foot in Foot)  # no further step
+
+
+# ---------------------------------------------------------------------------------------------- recovery
+def two_steps_from(feet: dict[Foot, FootPose]) -> Timeline:
+    """A 2-step walk from ``feet``: the rear foot 0.2 m ahead of the front one, the other beside it."""
+    rear = min(Foot, key=lambda foot: feet[foot].position[0])
+    front = feet[rear.other].position
+    x = front[0] + 0.2
+    steps = [Step(1, rear, STEP_DURATION, (x, feet[rear].position[1], 0.0), swing_height=0.05),
+             Step(2, rear.other, STEP_DURATION, (x, front[1], 0.0), swing_height=0.05)]
+    return Timeline(feet[Foot.LEFT], feet[Foot.RIGHT], steps, TIMING)
+
+
+def stand_plan(timeline: Timeline, t: float) -> Timeline:
+    """What the walk behavior plans when it stops a walk at ``t`` (Stand at the planned feet of the phase:
+    the touchdown pose of a swinging foot)."""
+    phase = timeline.phase_at(t)
+    return Timeline(phase.left, phase.right, (), TIMING)
+
+
+def walks_again(loop: Loop, restart_time: float) -> None:
+    """Within 1 s of samples the restarted loop runs (reference-driven ticks, OK), then a 2-step walk from
+    the feet where the robot stands succeeds."""
+    loop.run_until(restart_time + 1.0)
+    recovered = [(t, c) for t, c in loop.commands if t > restart_time]
+    assert all(c.status == OK for _, c in recovered)
+    ticking = [t for t, c in recovered if c.source == "reference"]
+    assert ticking and ticking[0] - restart_time < 1.0 and recovered[-1][1].source == "reference"
+    assert_standing_safely(loop)
+    start = loop.time
+    feet = loop.feet()
+    timeline = two_steps_from(feet)
+    loop.send_plan(Timeline(feet[Foot.LEFT], feet[Foot.RIGHT], timeline.steps, TIMING), walking=True)
+    loop.run_until(start + timeline.t_end + 1.0)
+    walked = [c for t, c in loop.commands if t > start]
+    assert all(c.status == OK for c in walked) and loop.whole_body.plan_id == loop.plan_id
+    assert all(t.status is PlannerStatus.OK for time, t in loop.ticks if time > start)
+    landed = loop.feet()
+    for step in timeline.steps:
+        assert np.linalg.norm(np.subtract(landed[step.foot].position, step.position)) < LANDING_TOLERANCE
+        assert len(loop.touchdowns(step.foot, start)) == 1  # one lift-off and one touchdown per step
+    assert not loop.sim.state.fallen
+    assert_standing_safely(loop)
+
+
+@pytest.mark.parametrize("restarted", ["planner", "both stages"])
+def test_after_a_safe_stop_restarted_stages_run_within_a_second_and_a_new_walk_succeeds(talos, walk,
+                                                                                        restarted):
+    single = phase_of_step_2(walk, PhaseKind.SINGLE)
+    loop = Loop(talos, walk)
+    cut = single.t_start + 0.4
+    loop.run_until(cut)
+    loop.planner_alive = False
+    loop.run_until(cut + 0.3)
+    stand = loop.send_plan(stand_plan(walk, cut + 0.3), walking=False)  # the walk behavior's stop
+    loop.run_until(cut + 2.5)  # the robot stands after its safe stop: the right foot ahead
+    assert loop.whole_body.safe_stop is None and loop.whole_body.plan_id == stand.plan_id
+    assert loop.feet()[Foot.RIGHT].position[0] - loop.feet()[Foot.LEFT].position[0] > 0.15
+    loop.restart(stand, planner=True, whole_body=restarted == "both stages")
+    walks_again(loop, loop.time)
+
+
+def test_an_ik_dying_leaves_the_planner_bounded_and_a_restarted_ik_walks_again(talos, walk):
+    double = phase_of_step_2(walk, PhaseKind.DOUBLE)
+    loop = Loop(talos, walk)
+    cut = double.t_start + 0.1
+    loop.run_until(cut)
+    loop.whole_body_alive = False  # SIGKILL: the robot holds the end of the last trajectory, one foot ahead
+    loop.run_until(cut + 0.3)
+    stand = loop.send_plan(stand_plan(walk, cut + 0.3), walking=False)  # the walk behavior's stop
+    loop.run_until(cut + 5.0)
+    frozen = np.asarray(loop.sim.state.com)[:2]
+    references = [t.reference for time, t in loop.ticks if time > cut]
+    assert references and all(t.status is PlannerStatus.OK for time, t in loop.ticks if time > cut)
+    assert max(np.max(np.linalg.norm(r.com_position[:, :2] - frozen, axis=1)) for r in references) < 0.3
+    loop.restart(stand, whole_body=True)
+    walks_again(loop, loop.time)
