@@ -129,6 +129,11 @@ class IKNodeParameters:
             the ground (gestures).
         contact_prefixes: Name prefix of each leg's contact sensors ([] = the simulators' names).
         stamps: The SensorState stamp guard.
+        safe_stop_speedup: Largest speed-up [-] of the rest of the swing in a safe stop (references stopping
+            mid-walk: see :class:`WholeBodyStageParameters`), to land at the planned touchdown.
+        safe_stop_shift_duration: Duration [s] of each CoM shift of a safe stop (minimum jerk).
+        safe_stop_stance_radius: Distance [m] from the stance sole within which a safe stop keeps the CoM
+            while the foot swings.
         plan_topic, reference_topic, reference_ahead_topic, sensor_topic: Inputs (module docstring).
         trajectory_topic, commands_topic, joint_states_topic, timing_topic: Outputs (module docstring).
     """
@@ -148,6 +153,9 @@ class IKNodeParameters:
     contact_force_threshold: float = 1.0
     contact_prefixes: tuple[str, ...] = ()
     stamps: StampGuardParameters = dataclasses.field(default_factory=StampGuardParameters)
+    safe_stop_speedup: float = 2.0
+    safe_stop_shift_duration: float = 1.0
+    safe_stop_stance_radius: float = 0.03
     plan_topic: str = "walk/plan"
     reference_topic: str = "mpc/com_reference"
     reference_ahead_topic: str = "mpc/com_reference_ahead"
@@ -185,7 +193,9 @@ class IKNodeParameters:
             control_period=self.control_period, reference_timeout=self.reference_timeout,
             sensor_timeout=self.sensor_timeout, support_correction=self.support_correction,
             solve_ahead=self.solve_ahead, contact_force_threshold=self.contact_force_threshold,
-            contact_prefixes=self.contact_prefixes, stamps=self.stamps)
+            contact_prefixes=self.contact_prefixes, stamps=self.stamps,
+            safe_stop_speedup=self.safe_stop_speedup, safe_stop_shift_duration=self.safe_stop_shift_duration,
+            safe_stop_stance_radius=self.safe_stop_stance_radius)
 
 
 def read_parameters(node: Node) -> IKNodeParameters:

@@ -103,6 +103,11 @@ class MpcPlannerNodeParameters:
             it restarts the planner from the measured state (see :class:`PlannerStageParameters`).
         prepare_ahead: Solve each tick's MPC on the sample before it and announce its reference (needs
             ``control_period / hardware_period >= 2``; see :class:`PlannerStageParameters`).
+        max_com_distance: A reference whose CoM or ZMP is farther than this [m] horizontally from the nearest
+            stance sole is not published (status REFERENCE_OUT_OF_REACH; see :class:`PlannerStageParameters`).
+        resync_distance: Measured CoM farther than this [m] from the planned one for ``resync_time``: the
+            planner restarts from the measured CoM (the robot does not follow its references).
+        resync_time: How long [s] the CoM error must stay above ``resync_distance`` before a re-sync.
         sensor_topic: SensorState input.
         plan_topic: FootstepPlan input (transient local).
         reference_topic: ComReference output.
@@ -125,6 +130,9 @@ class MpcPlannerNodeParameters:
     publish_preview_every: int = 5
     prepare_ahead: bool = True
     sensor_timeout: float = 0.25
+    max_com_distance: float = 0.5
+    resync_distance: float = 0.1
+    resync_time: float = 0.2
     sensor_topic: str = "sensor_state"
     plan_topic: str = "walk/plan"
     reference_topic: str = "mpc/com_reference"
@@ -156,7 +164,9 @@ class MpcPlannerNodeParameters:
                                               measured_height=self.support_measured_height)
         return PlannerStageParameters(planner=self.planner, hardware_period=self.hardware_period,
                                       feedback_enabled=self.feedback_enabled, support_correction=support,
-                                      prepare_ahead=self.prepare_ahead, sensor_timeout=self.sensor_timeout)
+                                      prepare_ahead=self.prepare_ahead, sensor_timeout=self.sensor_timeout,
+                                      max_com_distance=self.max_com_distance,
+                                      resync_distance=self.resync_distance, resync_time=self.resync_time)
 
 
 def time_msg(ns: int) -> Time:
