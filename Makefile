@@ -17,7 +17,7 @@ setup:
 build: setup
 	@$(ENV) CMAKE_BUILD_PARALLEL_LEVEL=2 colcon build --symlink-install --event-handlers console_direct- \
 	  --cmake-args -DBUILD_TESTING=OFF -Wno-dev || { echo "colcon build failed: see log/latest_build" >&2; exit 1; }
-	@stamp="install/.numba-warm-$$(cat walk_mpc/core/*/*_kernel.py | sha256sum | cut -c1-12)"; \
+	@stamp="install/.numba-warm-$$(cat walk_mpc/core/*/*_kernel.py walk_mpc/core/mpc/preview.py walk_mpc/core/mpc/daqp_backend.py | sha256sum | cut -c1-12)"; \
 	  if [ ! -f "$$stamp" ]; then $(ROS) python -P -m walk_mpc.core.warmup && touch "$$stamp"; fi
 
 test: build
