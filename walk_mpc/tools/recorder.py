@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import time
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
@@ -120,6 +121,11 @@ class McapRecorder:
         """Topics written so far (each has its channel from its first message on)."""
         return {topic for topic, _ in self._channels}
 
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` finished the file."""
+        return self._stream.closed
+
     def close(self) -> None:
         """Finish the file (idempotent)."""
         if not self._stream.closed:
@@ -139,6 +145,13 @@ class RecorderNode(Node):
     Subscriptions are raw: messages arrive as their CDR bytes and are written as they are (no
     deserialization and serialization again), which keeps the recorder light on a busy machine.
 
+    Its subscriptions are created in the constructor: build it before an executor spins it, then add it
+    (adding a node to a spinning executor is safe). Destroy it where no other thread spins it: after the
+    executor stopped, or with :meth:`walk_mpc.tools.spin_thread.SpinThread.destroy_node` (destroying
+    subscriptions while another thread builds the executor's wait set kills that thread, see
+    :mod:`walk_mpc.tools.spin_thread`). The file is finished after the subscriptions are gone; a message
+    callback that still runs then is dropped.
+
     Args:
         path: Output file.
         topics: (topic, 'pkg/msg/Type' or message class, QoS profile or depth) triples.
@@ -147,6 +160,7 @@ class RecorderNode(Node):
     def __init__(self, path: os.PathLike, topics: Iterable[Tuple[str, object, object]], **kwargs) -> None:
         super().__init__("walk_mpc_recorder", **kwargs)
         self.recorder = McapRecorder(path)
+        self._lock = threading.Lock()  # closing the file vs writing a message
         self._subscriptions_by_topic = {}
         for topic, msg_type, qos in topics:
             cls = message_type(msg_type) if isinstance(msg_type, str) else msg_type
@@ -156,13 +170,22 @@ class RecorderNode(Node):
                 qos if isinstance(qos, (QoSProfile, int)) else 10, raw=True)
 
     def _record(self, topic: str, type_name: str, msg) -> None:
-        self.recorder.write(topic, type_name, msg, self.get_clock().now().nanoseconds)
+        stamp_ns = self.get_clock().now().nanoseconds
+        with self._lock:
+            if not self.recorder.closed:
+                self.recorder.write(topic, type_name, msg, stamp_ns)
 
     def silent_topics(self) -> List[str]:
         """Topics nothing was recorded from yet (e.g. their publishers not discovered yet)."""
         written = self.recorder.topics()
         return [topic for topic in self._subscriptions_by_topic if topic not in written]
 
+    def close(self) -> None:
+        """Finish the file (from any thread: messages arriving afterwards are dropped)."""
+        with self._lock:
+            self.recorder.close()
+
     def destroy_node(self) -> None:
-        self.recorder.close()
+        """Destroy the subscriptions, then finish the file."""
         super().destroy_node()
+        self.close()

@@ -22,7 +22,7 @@ import signal
 import sys
 import threading
 import time
-from typing import Callable, Optional, Sequence, Tuple, Union
+from typing import Callable, Optional, Sequence, Tuple, TypeVar, Union
 
 import rclpy
 from action_msgs.msg import GoalStatus
@@ -41,6 +41,9 @@ from walk_mpc.core.walk.timeline import FootPose
 from walk_mpc.msg import FootstepPlan, StepData
 from walk_mpc.nodes._common import LATCHED_QOS, is_shutdown
 from walk_mpc.nodes.conversions import quaternion_yaw, step_to_msg, timeline_from_msg
+from walk_mpc.tools.spin_thread import on_executor_thread, spin_thread_of
+
+T = TypeVar("T")
 
 #: Stance used when no ``walk/plan`` is published and no --left/--right is given (Talos soles).
 DEFAULT_FEET = (FootPose((0.0, 0.085, 0.0)), FootPose((0.0, -0.085, 0.0)))
@@ -101,20 +104,47 @@ class WalkOutcome:
 
 
 class _Waiter:
-    """Waits on futures: spins ``node`` itself if no executor spins it, else waits passively."""
+    """Waits on futures of ``node``, and creates and destroys its entities where that is safe.
+
+    * ``node`` in no executor: it is added to an executor of its own, spun here while waiting;
+    * ``node`` spun by a :class:`~walk_mpc.tools.spin_thread.SpinThread`: waits passively and checks at
+      each cycle that the thread still spins (:class:`~walk_mpc.tools.spin_thread.SpinThreadDied` at once
+      otherwise, with the thread's error as the cause);
+    * ``node`` in another single-threaded executor spun by another thread: waits passively (that thread's
+      death cannot be seen: spin it with a SpinThread to have it reported).
+
+    Entities are created and destroyed by :meth:`run` on the thread that spins ``node`` (see
+    :mod:`walk_mpc.tools.spin_thread`): never while another thread waits on them. Action requests go
+    through :meth:`run` as well (rclpy 9.1.2's ``send_goal_async`` is not safe against a thread that spins
+    the client meanwhile, see :func:`send_walk`).
+    """
 
     def __init__(self, node: Node) -> None:
         self.node = node
         self.executor: Optional[SingleThreadedExecutor] = None
+        self.spin = spin_thread_of(node)
         if node.executor is None:
             self.executor = SingleThreadedExecutor(context=node.context)
             self.executor.add_node(node)
 
+    def run(self, fn: Callable[..., T], *args) -> T:
+        """``fn(*args)`` (an entity's creation or destruction) on the thread that spins ``node``."""
+        if self.executor is not None:
+            return fn(*args)  # this thread is the one that spins it
+        return on_executor_thread(self.node, fn, *args)
+
     def wait(self, condition: Callable[[], bool], timeout: Optional[float] = None,
              every: Optional[Callable[[], None]] = None) -> bool:
-        """Wait until ``condition()`` (True) or ``timeout`` [s] (False); ``every`` runs each cycle."""
+        """Wait until ``condition()`` (True) or ``timeout`` [s] (False); ``every`` runs each cycle.
+
+        Raises:
+            SpinThreadDied: The thread spinning ``node`` died (nothing awaited can arrive any more).
+            ExternalShutdownException: The context shut down.
+        """
         deadline = None if timeout is None else time.monotonic() + timeout
         while not condition():
+            if self.spin is not None:
+                self.spin.check()
             if deadline is not None and time.monotonic() > deadline:
                 return False
             if not self.node.context.ok():
@@ -123,13 +153,15 @@ class _Waiter:
                 every()
             if self.executor is not None:
                 self.executor.spin_once(timeout_sec=_POLL)
+            elif self.spin is not None:
+                self.spin.died.wait(_POLL)  # the spin thread makes progress; its death wakes this at once
             else:
                 time.sleep(_POLL)  # the node's own executor makes progress in its thread
         return True
 
     def close(self) -> None:
         if self.executor is not None:
-            self.executor.remove_node(self.node)
+            self.node.executor = None  # removes it from the executor (else the node would seem spun)
             self.executor.shutdown()
 
 
@@ -153,11 +185,16 @@ def send_walk(
     """Send a Walk goal and wait for its result.
 
     ``node`` is either spun by an executor in another thread (then this waits passively) or in no
-    executor at all (then this spins it while waiting). Without ``client``, an action client is created
-    for this goal and destroyed on return. A program that sends several goals should pass one long-lived
-    client (:func:`walk_action_client`): the server answers a goal on a reply channel that it discovers
-    from the client, and a client created just before its goal can lose that answer when discovery is
-    slow (the goal runs, the caller never learns it was accepted).
+    executor at all (then this spins it while waiting). Spun by a
+    :class:`~walk_mpc.tools.spin_thread.SpinThread`, the death of that thread raises
+    :class:`~walk_mpc.tools.spin_thread.SpinThreadDied` at once (the answer it should deliver cannot come).
+    Without ``client``, an action client is created for this goal and destroyed on return, both on the
+    thread that spins ``node`` (never while another thread spins it: see :mod:`walk_mpc.tools.spin_thread`);
+    the goal, result and cancel requests are sent from that thread as well.
+    A program that sends several goals should pass one long-lived client (:func:`walk_action_client`):
+    the server answers a goal on a reply channel that it discovers from the client, and a client created
+    just before its goal can lose that answer when discovery is slow (the goal runs, the caller never
+    learns it was accepted).
 
     Args:
         node: Node to create the action client on.
@@ -178,11 +215,16 @@ def send_walk(
     Raises:
         TimeoutError: The server is not available, or no result came within ``result_timeout``.
         ActionServerLost: No feedback for ``server_silence`` while the goal runs.
+        SpinThreadDied: The SpinThread spinning ``node`` died (its error is the cause).
     """
-    owned = client is None
-    if client is None:
-        client = walk_action_client(node, action_name)
     waiter = _Waiter(node)
+    owned = client is None
+    if client is None:  # on the thread that spins the node (an action client is a waitable of the node)
+        try:
+            client = waiter.run(walk_action_client, node, action_name)
+        except BaseException:
+            waiter.close()
+            raise
     try:
         if not waiter.wait(client.server_is_ready, server_timeout):
             raise TimeoutError(f"action server '{action_name}' not available after {server_timeout} s")
@@ -195,20 +237,23 @@ def send_walk(
             if on_feedback is not None:
                 on_feedback(msg.feedback)
 
-        sent = client.send_goal_async(goal, feedback_callback=callback)
+        # Requests go out on the thread that spins the node too: rclpy 9.1.2's send_goal_async registers
+        # the future it returns after releasing its lock (ros2/rclpy#1123), so a response the spinning
+        # thread handles in between completes another future, and this one never (no answer to the goal).
+        sent = waiter.run(client.send_goal_async, goal, callback)
         if not waiter.wait(sent.done, server_timeout):
             raise TimeoutError(f"no answer to the goal from '{action_name}' after {server_timeout} s")
         handle = sent.result()
         if not handle.accepted:
             return WalkOutcome(False, GoalStatus.STATUS_UNKNOWN, -1, "goal rejected by the action server",
                                0, ())
-        result_future = handle.get_result_async()
+        result_future = waiter.run(handle.get_result_async)
         canceling = []
         heard[0] = max(heard[0], time.monotonic())
 
         def forward_cancel() -> None:
             if cancel is not None and cancel.is_set() and not canceling:
-                canceling.append(handle.cancel_goal_async())
+                canceling.append(waiter.run(handle.cancel_goal_async))
             silence = time.monotonic() - heard[0]
             if server_silence is not None and silence > server_silence and not result_future.done():
                 raise ActionServerLost(f"no feedback from action server '{action_name}' for {silence:.2f} s "
@@ -223,9 +268,11 @@ def send_walk(
                            tuple(int(i) for i in result.offending_step_indices),
                            bytes(handle.goal_id.uuid).hex())
     finally:
-        waiter.close()
-        if owned:
-            client.destroy()
+        try:
+            if owned:
+                waiter.run(client.destroy)
+        finally:
+            waiter.close()
 
 
 def walk_action_client(node: Node, action_name: str = "walk") -> ActionClient:
@@ -237,18 +284,28 @@ def walk_action_client(node: Node, action_name: str = "walk") -> ActionClient:
 
 def current_feet(node: Node, topic: str = "walk/plan",
                  timeout: float = 2.0) -> Optional[Tuple[FootPose, FootPose]]:
-    """Final (left, right) sole poses of the latched ``walk/plan`` (None if none within ``timeout`` [s])."""
+    """Final (left, right) sole poses of the latched ``walk/plan`` (None if none within ``timeout`` [s]).
+
+    ``node`` as for :func:`send_walk`; the subscription is created and destroyed on the thread that spins
+    it (SpinThreadDied if that thread dies meanwhile)."""
     received = []
-    subscription = node.create_subscription(FootstepPlan, topic, received.append, LATCHED_QOS)
     waiter = _Waiter(node)
+    try:
+        # created and destroyed on the thread that spins the node (see walk_mpc.tools.spin_thread)
+        subscription = waiter.run(node.create_subscription, FootstepPlan, topic, received.append, LATCHED_QOS)
+    except BaseException:
+        waiter.close()
+        raise
     try:
         if not waiter.wait(lambda: bool(received), timeout):
             return None
         final = timeline_from_msg(received[-1]).phases[-1]
         return final.left, final.right
     finally:
-        waiter.close()
-        node.destroy_subscription(subscription)
+        try:
+            waiter.run(node.destroy_subscription, subscription)
+        finally:
+            waiter.close()
 
 
 def flag_names(flags: int) -> str:
