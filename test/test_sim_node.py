@@ -19,7 +19,7 @@ class Probe:
         import rclpy
         from rclpy.executors import SingleThreadedExecutor
         from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-        from std_msgs.msg import Bool
+        from std_msgs.msg import Bool, Float64MultiArray
         from trajectory_msgs.msg import JointTrajectory
 
         from walk_mpc.msg import SensorState, TickTiming
@@ -38,6 +38,9 @@ class Probe:
         self.latencies = []
         self.latency_sub = self.node.create_subscription(TickTiming, "sim/latency", self.latencies.append,
                                                          reliable)
+        self.deadlines = []
+        self.deadline_sub = self.node.create_subscription(Float64MultiArray, "sim/deadlines",
+                                                          self.deadlines.append, latched)
         self.trajectory_pub = self.node.create_publisher(JointTrajectory, "joint_trajectory", reliable)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
@@ -173,6 +176,63 @@ def test_a_command_stamped_with_a_sample_reports_its_round_trip_once(start_node,
     latency = probe.latencies[0]
     assert latency.component == "sensor_to_command"
     assert 0.0 < latency.tick_time < 60.0  # from the sample's publication to the command's arrival [s]
+
+
+def test_commands_arriving_after_the_next_sample_are_counted_as_missed_deadlines(start_node, probe):
+    """Issue 21: the probe answers every other sample only once the next one arrived, which is late for
+    sure (the sim published that next sample before); the sim flags those latencies
+    (``TickTiming.status``) and counts them on sim/deadlines (missed, measured, share)."""
+    from builtin_interfaces.msg import Duration
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    from walk_mpc.nodes.sim import STATUS_DEADLINE_MISSED
+
+    # a sample every 0.5 s of wall time: an answer sent on receipt is on time but on a stalled machine
+    sim = start_sim(start_node, probe, "-p", "real_time_factor:=0.02")
+    probe.spin_until(lambda: len(probe.samples) >= 1 and probe.deadlines
+                     and matched(sim, "/sim/latency", "subscriber") >= 1
+                     and probe.latency_sub.get_publisher_count() >= 1,
+                     "a sample, sim/latency and sim/deadlines", sim)
+    assert list(probe.deadlines[-1].data) == [0.0, 0.0, 0.0]  # at start, latched
+
+    def hold(sample):
+        msg = JointTrajectory(joint_names=list(sample.joint_names))
+        msg.header.stamp = sample.header.stamp
+        msg.points = [JointTrajectoryPoint(positions=list(sample.joint_pos),
+                                           time_from_start=Duration(nanosec=20_000_000))]
+        probe.trajectory_pub.publish(msg)
+
+    late, on_receipt = [], []
+    waiting = None  # a sample answered when the next one arrives
+    k = len(probe.samples)
+    while True:
+        probe.spin_until(lambda k=k: len(probe.samples) > k, f"sample {k}", sim)
+        sample = probe.samples[k]
+        k += 1
+        if waiting is not None:
+            hold(waiting)
+            late.append(stamp_ns(waiting))
+            waiting = None
+            if len(late) == 4:  # the last answer is a late one
+                break
+        if len(late) == len(on_receipt):
+            hold(sample)
+            on_receipt.append(stamp_ns(sample))
+        else:
+            waiting = sample
+    answered = len(late) + len(on_receipt)
+    probe.spin_until(lambda: len(probe.latencies) >= answered and probe.deadlines[-1].data[1] >= answered,
+                     "the latencies and the report of the last answer", sim)
+    status = {stamp_ns(m): m.status for m in probe.latencies}
+    assert sorted(status) == sorted(late + on_receipt)  # one latency per answered sample
+    assert all(status[s] == STATUS_DEADLINE_MISSED for s in late)
+    assert all(status[s] in (0, STATUS_DEADLINE_MISSED) for s in on_receipt)
+    # answered on receipt with 0.5 s to spare: on time (at least one of them even on a stalled machine)
+    assert any(status[s] == 0 for s in on_receipt), status
+    missed = sum(1 for m in probe.latencies if m.status == STATUS_DEADLINE_MISSED)
+    # the last answer was late (reported at once): its report counts every answer
+    assert list(probe.deadlines[-1].data) == [float(missed), float(answered), missed / answered]
+    assert probe.deadlines[-1].layout.dim[0].label == "missed,measured,share"
 
 
 def test_missing_mujoco_backend_exits_with_a_configuration_error(start_node, probe):

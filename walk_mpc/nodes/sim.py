@@ -14,7 +14,16 @@ Topics (names relative to the node's namespace):
   published (the ik stamps its commands with the sample they were computed from), ``tick_time`` = the
   time from handing that sample to the middleware to the start of the command's callback here, on the
   steady clock: the control loop's round trip through the graph as the robot sees it
-  (``header.stamp`` = the sample's stamp; first command per sample only);
+  (``header.stamp`` = the sample's stamp; first command per sample only); ``status`` =
+  ``STATUS_DEADLINE_MISSED`` (1) when that command missed its deadline (see below), else 0;
+* publishes ``deadline_topic`` if set (``std_msgs/Float64MultiArray``, reliable, transient local, depth 1):
+  the deadline accounting of the control loop, ``data = [missed, measured, share]``. A sample is
+  *measured* when a JointTrajectory stamped with its stamp arrives (first command per sample, within the
+  last ``LATENCY_WINDOW`` samples); it *missed its deadline* when that command arrived (its callback
+  started) after the next sample was published, i.e. too late to act before the next step of the plant;
+  ``share = missed / measured`` (0 before any measure). Samples never answered are not counted. Published
+  at start (zeros), at each missed deadline and every ``DEADLINE_REPORT_SAMPLES`` measured samples; the
+  counts run from the node's start (``deadlines_missed``, ``deadlines_measured`` attributes);
 * subscribes ``commands_topic`` if set (``std_msgs/Float64MultiArray``, best effort): positions for
   ``command_joint_names`` (empty = the model's joints in model order), reached at once (after the plant's
   latency and lag).
@@ -42,7 +51,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 from geometry_msgs.msg import Point, Pose, Quaternion, Twist, Vector3
-from std_msgs.msg import Bool, Float64MultiArray
+from std_msgs.msg import Bool, Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory
 
 from walk_mpc.core.errors import ConfigError, InputError, ParameterError, WalkMpcError
@@ -72,6 +81,12 @@ WARNING_PERIOD = 1.0
 #: Samples whose publication time is kept to measure the sensor -> command latency (1.28 s at 10 ms).
 LATENCY_WINDOW = 128
 
+#: ``TickTiming.status`` of a ``latency_topic`` message whose command arrived after the next sample.
+STATUS_DEADLINE_MISSED = 1
+
+#: ``deadline_topic`` is published (besides each miss) every this many measured samples (1 s at 10 ms).
+DEADLINE_REPORT_SAMPLES = 100
+
 
 @dataclasses.dataclass(frozen=True)
 class SimNodeParameters:
@@ -89,6 +104,7 @@ class SimNodeParameters:
             listening to both would apply the ik's two outputs of the same tick one after the other).
         fall_topic: Fall flag output.
         latency_topic: Sensor -> command latency output ('' = not measured).
+        deadline_topic: Deadline accounting output: missed deadlines, measured samples, share ('' = none).
         command_joint_names: Joint order of ``commands_topic`` (empty = the model's joint order).
         frame_id: ``header.frame_id`` of the SensorState (the world frame of the base pose).
         kinematic: Plant parameters of a legged robot (kinematic and MuJoCo backends).
@@ -106,6 +122,7 @@ class SimNodeParameters:
     commands_topic: str = ""
     fall_topic: str = "sim/fall"
     latency_topic: str = "sim/latency"
+    deadline_topic: str = "sim/deadlines"
     command_joint_names: tuple[str, ...] = ()
     frame_id: str = "world"
     kinematic: KinematicSim.Parameters = dataclasses.field(default_factory=KinematicSim.Parameters)
@@ -217,7 +234,13 @@ class SimNode(GraphNode):
         self._fall_pub = self.create_publisher(Bool, params.fall_topic, latched)
         self._latency_pub = (self.create_publisher(TickTiming, params.latency_topic, reliable)
                              if params.latency_topic else None)
+        self._deadline_pub = (self.create_publisher(Float64MultiArray, params.deadline_topic, latched)
+                              if params.deadline_topic else None)
+        self._measuring = self._latency_pub is not None or self._deadline_pub is not None
         self._sent_ns: OrderedDict[int, int] = OrderedDict()  # sample stamp -> steady clock at publication
+        self._published_stamp_ns = -1  # stamp of the last sample published
+        self.deadlines_missed = 0  # measured samples whose command arrived after the next sample
+        self.deadlines_measured = 0  # samples whose command arrived
         self._trajectory_sub = self.create_subscription(
             JointTrajectory, params.trajectory_topic, self._on_trajectory, stream_input_qos())
         self._commands_sub = None
@@ -225,6 +248,7 @@ class SimNode(GraphNode):
             self._commands_sub = self.create_subscription(
                 Float64MultiArray, params.commands_topic, self._on_commands, stream_input_qos())
         self._publish_fall(self.backend.state.fallen)
+        self._publish_deadlines()
         wall_period = self.backend.hardware_period / params.real_time_factor
         self._timer = self.create_timer(wall_period, self._on_timer)
         inputs = [self._trajectory_sub.topic_name] + (
@@ -247,11 +271,12 @@ class SimNode(GraphNode):
         stamp_ns = self.stamp_ns(state.step_count)
         sample = self.backend.sensor_sample()
         msg = sensor_state_msg(sample, stamp_ns, self.params.frame_id)
-        if self._latency_pub is not None:
+        if self._measuring:
             self._sent_ns[stamp_ns] = time.monotonic_ns()
             if len(self._sent_ns) > LATENCY_WINDOW:
                 self._sent_ns.popitem(last=False)
         self._sensor_pub.publish(msg)
+        self._published_stamp_ns = stamp_ns
         if state.fallen != self._fallen:
             self._publish_fall(state.fallen)
 
@@ -282,8 +307,27 @@ class SimNode(GraphNode):
             self._reject("joint_trajectory", exc)
         sent_ns = self._sent_ns.pop(stamp_ns, None)
         if sent_ns is not None:  # after applying the command: measuring does not delay it
+            self._account(msg, stamp_ns, received_ns - sent_ns)
+
+    def _account(self, msg: JointTrajectory, stamp_ns: int, latency_ns: int) -> None:
+        """Latency and deadline of the sample stamped ``stamp_ns``, answered by ``msg``."""
+        missed = self._published_stamp_ns > stamp_ns  # the next sample went out before this command came
+        self.deadlines_measured += 1
+        self.deadlines_missed += missed
+        if self._latency_pub is not None:
             self._latency_pub.publish(TickTiming(header=msg.header, component="sensor_to_command",
-                                                 tick_time=(received_ns - sent_ns) * 1e-9))
+                                                 tick_time=latency_ns * 1e-9,
+                                                 status=STATUS_DEADLINE_MISSED if missed else 0))
+        if missed or self.deadlines_measured % DEADLINE_REPORT_SAMPLES == 0:
+            self._publish_deadlines()
+
+    def _publish_deadlines(self) -> None:
+        if self._deadline_pub is None:
+            return
+        measured, missed = self.deadlines_measured, self.deadlines_missed
+        msg = Float64MultiArray(data=[float(missed), float(measured), missed / measured if measured else 0.0])
+        msg.layout.dim = [MultiArrayDimension(label="missed,measured,share", size=3, stride=3)]
+        self._deadline_pub.publish(msg)
 
     def _on_commands(self, msg: Float64MultiArray) -> None:
         try:
