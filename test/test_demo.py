@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import re
 import subprocess
 import sys
 
@@ -11,7 +12,8 @@ import pytest
 pytestmark = pytest.mark.ros
 
 #: Topics the recording must hold, with the least messages expected in a 4-step walk (about 6 s).
-EXPECTED_TOPICS = {"/walk/plan": 2, "/sensor_state": 500, "/mpc/com_reference": 250, "/joint_trajectory": 250}
+EXPECTED_TOPICS = {"/walk/plan": 2, "/sensor_state": 500, "/mpc/com_reference": 250, "/joint_trajectory": 250,
+                   "/sim/deadlines": 1}
 
 
 def test_demo_walks_four_steps_and_writes_a_decodable_recording_and_a_plot(tmp_path):
@@ -24,6 +26,11 @@ def test_demo_walks_four_steps_and_writes_a_decodable_recording_and_a_plot(tmp_p
     output = run.stdout + run.stderr
     assert run.returncode == 0, output
     assert "Goal finished with status: SUCCEEDED" in run.stdout, output
+    # the latency through the graph with its missed deadlines (sim/latency status), and the sim's count
+    latency = next(line for line in run.stdout.splitlines() if "sensor -> joint command" in line)
+    assert re.search(r"missed deadlines \d+ \(\d+\.\d %\)", latency), output
+    assert re.search(r"missed deadlines \(sim\) +\d+ of \d+ samples", run.stdout), output
+    assert "demo: spin thread" not in output  # the demo's spin thread lived to the end (issue 21)
     assert (out / "walk.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     counts = collections.Counter()
     plans = []

@@ -7,8 +7,14 @@
 3. Records the graph's topics to ``walk.mcap`` (ROS 2 CDR; Foxglove, ``ros2 bag``) and plots ``walk.png``
    (CoM, ZMP planned and measured, footsteps and support polygons).
 4. Prints loop timing during the walk: MPC and IK time per control tick, and the sensor -> joint command
-   latency through the graph as the sim measures it (median, p99); then the latency before the walk
-   (graph start-up) on its own line.
+   latency through the graph as the sim measures it (median, p99) with its missed deadlines (samples
+   whose command reached the sim after the next sample was published, ``sim/latency`` status; and the
+   sim's running count since its start, ``sim/deadlines``); then the same before the walk (graph
+   start-up) on its own line.
+
+The demo's own nodes (action client, loop monitor, recorder) are spun by one
+:class:`~walk_mpc.tools.spin_thread.SpinThread`: every entity is created before it starts or on it, and
+destroyed after it stopped; if it dies, the demo stops at once with its error.
 
     python -m walk_mpc.demo [--sim kinematic|mujoco] [--steps 10] [--length 0.2] [--out-dir .]
 """
@@ -20,13 +26,13 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
-from std_msgs.msg import Bool
+from std_msgs.msg import Bool, Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 from walk_mpc.core.walk import footsteps
@@ -34,6 +40,7 @@ from walk_mpc.core.walk.behavior import WalkFlags
 from walk_mpc.msg import ComReference, FootstepPlan, SensorState, TickTiming, WalkFeedback
 from walk_mpc.nodes._common import LATCHED_QOS
 from walk_mpc.nodes.ik import is_reference_tick
+from walk_mpc.nodes.sim import STATUS_DEADLINE_MISSED
 from walk_mpc.tools.launch_graph import GraphProcesses
 from walk_mpc.tools.recorder import RecorderNode
 from walk_mpc.tools.send_walk import (
@@ -44,6 +51,7 @@ from walk_mpc.tools.send_walk import (
     send_walk,
     walk_action_client,
 )
+from walk_mpc.tools.spin_thread import SpinThread, SpinThreadDied
 
 RECORDED_TOPICS = [
     ("sensor_state", SensorState, 1000),
@@ -53,6 +61,7 @@ RECORDED_TOPICS = [
     ("mpc/timing", TickTiming, 100),
     ("ik/timing", TickTiming, 100),
     ("sim/latency", TickTiming, 100),
+    ("sim/deadlines", Float64MultiArray, LATCHED_QOS),
     ("joint_trajectory", JointTrajectory, 100),
     ("sim/fall", Bool, LATCHED_QOS),
 ]
@@ -60,18 +69,23 @@ RECORDED_TOPICS = [
 
 class LoopMonitor(Node):
     """Collects per-tick timings and the sensor -> joint command latency (measured by the sim node: from
-    publishing a SensorState to receiving the JointTrajectory computed from it, ``sim/latency``)."""
+    publishing a SensorState to receiving the JointTrajectory computed from it, ``sim/latency``), whether
+    each of those commands missed its deadline (``sim/latency`` status), and the sim's running deadline
+    count (``sim/deadlines``: missed, measured, share)."""
 
     def __init__(self, **kwargs) -> None:
         super().__init__("walk_mpc_demo_monitor", **kwargs)
         self.timing: Dict[str, List[float]] = {"mpc": [], "ik": [], "mpc_tick": [], "ik_tick": []}
         self.latency: List[float] = []
+        self.missed: List[bool] = []  # per latency sample: its command came after the next sample
+        self.deadlines: Optional[Tuple[int, int, float]] = None  # the sim's (missed, measured, share)
         self.ik_reference_ticks = 0  # ik ticks on a reference: the chain sensor -> planner -> ik is up
         self._reference_topic = self.resolve_topic_name("mpc/com_reference")
         self._lock = threading.Lock()
         self.create_subscription(TickTiming, "mpc/timing", lambda m: self._on_timing("mpc", m), 100)
         self.create_subscription(TickTiming, "ik/timing", lambda m: self._on_timing("ik", m), 100)
         self.create_subscription(TickTiming, "sim/latency", self._on_latency, 100)
+        self.create_subscription(Float64MultiArray, "sim/deadlines", self._on_deadlines, LATCHED_QOS)
 
     def mark(self) -> tuple:
         """Current sizes of the series (see :meth:`since`)."""
@@ -84,11 +98,18 @@ class LoopMonitor(Node):
             latency_start, starts = mark if mark else (0, dict.fromkeys(self.timing, 0))
             series = {name: list(values[starts[name]:]) for name, values in self.timing.items()}
             series["latency"] = list(self.latency[latency_start:])
+            series["missed"] = list(self.missed[latency_start:])
             return series
 
     def _on_latency(self, msg: TickTiming) -> None:
         with self._lock:
             self.latency.append(msg.tick_time)
+            self.missed.append(bool(msg.status & STATUS_DEADLINE_MISSED))
+
+    def _on_deadlines(self, msg: Float64MultiArray) -> None:
+        if len(msg.data) >= 3:
+            with self._lock:
+                self.deadlines = (int(msg.data[0]), int(msg.data[1]), float(msg.data[2]))
 
     def _on_timing(self, name: str, msg: TickTiming) -> None:
         with self._lock:
@@ -103,6 +124,13 @@ def _stats(values: Sequence[float]) -> str:
         return "no samples"
     data = np.asarray(values) * 1e6
     return f"median {np.median(data):8.0f} us   p99 {np.percentile(data, 99):8.0f} us   ({len(data)} ticks)"
+
+
+def _missed(missed: Sequence[bool]) -> str:
+    """'missed deadlines 3 (0.4 %)' of per-sample flags."""
+    count = sum(missed)
+    share = 100.0 * count / len(missed) if missed else 0.0
+    return f"missed deadlines {count} ({share:.1f} %)"
 
 
 class Progress:
@@ -153,17 +181,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     client = rclpy.create_node("walk_mpc_demo")
     monitor = LoopMonitor()
     recorder = RecorderNode(mcap_path, RECORDED_TOPICS)
-    executor = SingleThreadedExecutor()  # rclpy 9 MultiThreadedExecutor drops samples here
-    for node in (client, monitor, recorder):
-        executor.add_node(node)
-    spinner = threading.Thread(target=executor.spin, daemon=True)
-    spinner.start()
+    # Every entity exists before the spin thread starts (current_feet's subscription is created and
+    # destroyed on that thread): an entity destroyed while another thread spins its executor kills that
+    # thread (issue 21). The action client exists from the start, so the server has discovered it by the
+    # time the goal is sent (a client created just before its goal can lose the server's answer).
+    walk_client = walk_action_client(client)
+    spin = SpinThread(SingleThreadedExecutor(), name="demo-spin")  # rclpy 9's MultiThreadedExecutor drops
+    for node in (client, monitor, recorder):                     # samples here
+        spin.add_node(node)
+    spin.start()
     code = 1
     walk = None
     try:
-        # The action client exists from the start, so the server has discovered it by the time the goal is
-        # sent (a client created just before its goal can lose the server's answer, see send_walk).
-        walk_client = walk_action_client(client)
         deadline = time.monotonic() + 60.0
         # Walk once the whole loop runs (0.5 s of it): the ik ticks on the planner's references and the sim
         # measures commands (DDS discovery of a link can take seconds; a walk started before would stall),
@@ -172,7 +201,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             if graph.failed() or time.monotonic() > deadline:
                 raise RuntimeError(f"the graph did not start (exited: {graph.failed()}; nothing recorded yet "
                                    f"on {recorder.silent_topics()}); see the node logs")
-            time.sleep(0.05)  # polling counters filled by the executor thread
+            spin.died.wait(0.05)  # polling counters filled by the spin thread (its death: at once)
+            spin.check()
         left, right = current_feet(client, timeout=30.0) or DEFAULT_FEET
         distance = args.length * (args.steps - 1)
         steps = footsteps.walk_forward(left, right, distance, args.length, width=args.width,
@@ -188,11 +218,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except ActionServerLost as exc:  # walk_behavior died: say so at once (its result cannot come)
         print(f"demo: {exc}", file=sys.stderr)
         code = 1
+    except SpinThreadDied as exc:  # the demo's own spin thread died: nothing can arrive any more
+        print(f"demo: {exc}", file=sys.stderr)
+        code = 1
     finally:
-        executor.shutdown(timeout_sec=5.0)
-        recorder.destroy_node()
-        for node in (client, monitor):
-            node.destroy_node()
+        if spin.stop():  # joined: from here no thread spins the nodes, they may be destroyed
+            walk_client.destroy()
+            recorder.destroy_node()
+            for node in (client, monitor):
+                node.destroy_node()
+        else:  # a callback blocks it: destroying its entities now could crash it; the process ends anyway
+            print("demo: the spin thread did not stop", file=sys.stderr)
+            recorder.close()
         rclpy.try_shutdown()
         graph.stop()
     timing = walk if walk is not None else monitor.since()
@@ -202,11 +239,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(f"  MPC tick (msg in->out)  {_stats(timing['mpc_tick'])}")
     print(f"  IK  both solutions      {_stats(timing['ik'])}")
     print(f"  IK  tick (msg in->out)  {_stats(timing['ik_tick'])}")
-    print(f"  sensor -> joint command {_stats(timing['latency'])}  (sim -> mpc_planner -> ik -> sim over "
-          "DDS, measured by the sim: sim/latency)")
+    print(f"  sensor -> joint command {_stats(timing['latency'])}   {_missed(timing['missed'])}  "
+          "(sim -> mpc_planner -> ik -> sim over DDS, measured by the sim: sim/latency)")
     startup = monitor.latency[:len(monitor.latency) - len(timing["latency"])]
     if startup:
-        print(f"  before the walk         {_stats(startup)}  (graph start-up)")
+        missed = monitor.missed[:len(startup)]
+        print(f"  before the walk         {_stats(startup)}   {_missed(missed)}  (graph start-up)")
+    if monitor.deadlines is not None:
+        missed, measured, share = monitor.deadlines
+        print(f"  missed deadlines (sim)  {missed} of {measured} samples ({100.0 * share:.1f} %) from the "
+              "sim's start to its last report: command after the next sample (sim/deadlines)")
     print(f"Recording: {mcap_path} ({recorder.recorder.count} messages)")
     try:
         from walk_mpc.tools.plot_walk import plot, read_recording
