@@ -255,6 +255,7 @@ class GraphClient:
 
         from walk_mpc.msg import ComReference, FootstepPlan, SensorState, TickTiming, WalkFeedback
         from walk_mpc.tools.send_walk import walk_action_client
+        from walk_mpc.tools.spin_thread import SpinThread
 
         self.control = control
         self.context = rclpy.Context()
@@ -282,19 +283,18 @@ class GraphClient:
         # (the server discovers the new client's reply reader too late), see send_walk.
         self.action_client = walk_action_client(self.node)
         self.spin_error: Optional[BaseException] = None
+        # Every entity exists before the spin thread starts; send_walk creates and destroys its own on that
+        # thread and fails at once (SpinThreadDied) if it dies (issue 21, see walk_mpc.tools.spin_thread).
         self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self._spinner = threading.Thread(target=self._spin, name="graph-client-spin", daemon=True)
+        self._spinner = SpinThread(self.executor, name="graph-client-spin", on_death=self._on_spin_death)
+        self._spinner.add_node(self.node)
         self._spinner.start()
 
-    def _spin(self) -> None:
-        try:
-            self.executor.spin()
-        except BaseException as exc:  # reported by every wait (a dead spinner would only time out)
-            if self.context.ok():
-                self.spin_error = exc
-                with self._cv:
-                    self._cv.notify_all()
+    def _on_spin_death(self, error: Optional[BaseException]) -> None:
+        if error is not None and self.context.ok():  # reported by every wait (a dead spinner would time out)
+            self.spin_error = error
+            with self._cv:
+                self._cv.notify_all()
 
     # -- callbacks (executor thread)
     def _on_sample(self, msg) -> None:
@@ -421,11 +421,10 @@ class GraphClient:
         return outcome, feedback
 
     def close(self) -> None:
-        """Stop spinning, destroy the node and shut the context down."""
-        self.executor.shutdown(timeout_sec=5.0)
-        self._spinner.join(timeout=5.0)
-        self.action_client.destroy()
-        self.node.destroy_node()
+        """Stop spinning (join the thread), destroy the node and shut the context down."""
+        if self._spinner.stop():  # else a callback blocks the thread: destroying under it would crash it
+            self.action_client.destroy()
+            self.node.destroy_node()
         self.context.try_shutdown()
 
 
