@@ -190,6 +190,7 @@ class WalkSupervisor:
         self._last_sample_steady: Optional[int] = None
         self._last_stamp_ns: Optional[int] = None
         self._measured: Optional[dict] = None
+        self._loads: Optional[dict] = None  # foot -> carries weight, in the last sample (None: unknown)
         self._fallen = False
         self._plan_id = self.params.first_plan_id - 1
         self._plan_timeline: Optional[Timeline] = None
@@ -265,6 +266,7 @@ class WalkSupervisor:
         self._check_links_by_stamp(min(gap_ns, self._period_ns), results)
         t = (stamp_ns - self._origin_ns) / NS_PER_S
         walking = self.walking
+        self._loads = self._landings.loads(sample)
         status = self._core.step(max(0.0, t - self._core.time))
         if walking:
             self._landings.observe(status.t, status.phase, sample, self._measured if tick else None)
@@ -324,6 +326,24 @@ class WalkSupervisor:
         self._measured = {foot: FootPose(tuple(float(v) for v in poses[frame][0]), yaw_of(poses[frame][1]))
                           for foot, frame in frames.items()}
 
+    def _stop_stance(self) -> tuple:
+        """Where to stand when a walk stops at once (a dead node, a lost sensor stream): the measured soles,
+        a sole in the air put down below where it is (at its planned height), so that nothing has to step
+        to a target the robot never reached (the planned feet of a step that did not happen are up to a step
+        length away); (None, None) without a measurement: the planned feet."""
+        if self._measured is None:
+            return None, None
+        phase = self._core.status.phase
+        loads = self._loads
+        feet = []
+        for foot in (Foot.LEFT, Foot.RIGHT):
+            measured = self._measured[foot]
+            if loads is not None and not loads[foot]:
+                planned_z = phase.foot(foot).position[2]
+                measured = FootPose((measured.position[0], measured.position[1], planned_z), measured.yaw)
+            feet.append(measured)
+        return tuple(feet)
+
     def _resume(self, results: list, why: str) -> None:
         """The samples resumed after an outage: stop a walk, re-anchor Stand at the measured feet."""
         if self.walking:
@@ -335,9 +355,9 @@ class WalkSupervisor:
         self._log.warning(f"sensor samples resumed ({why}): standing at {where}")
 
     def _stop(self, results: list, code: WalkErrorCode, why: str) -> None:
-        """End the walk in progress at once with ``code``: Stand at the planned feet."""
+        """End the walk in progress at once with ``code``: Stand where the feet are (:meth:`_stop_stance`)."""
         goal, current = self._core.goal_id, self._core.status.current_step_index
-        self._core.reset()
+        self._core.reset(*self._stop_stance())
         message = f"{why}: walk stopped at once, behavior Stand"
         self._log.error(f"goal {goal_name(goal)}: {code.name}: {message}")
         results.append(WalkResult(goal, code, message, current))

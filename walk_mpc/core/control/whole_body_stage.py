@@ -92,13 +92,14 @@ from __future__ import annotations
 import collections
 import dataclasses
 import enum
+import math
 from typing import NamedTuple, Optional, Union
 
 import numpy as np
 
 from walk_mpc.core.body.gesture import GestureController, GestureDof, elementary_transform
 from walk_mpc.core.body.ik import IKResult, IKSolver, IKTargets
-from walk_mpc.core.body.robot import RobotModel, yaw_of
+from walk_mpc.core.body.robot import RobotModel, rotation_z, yaw_of
 from walk_mpc.core.body.state_estimation import estimate_state
 from walk_mpc.core.body.targets import (
     StandingTargets,
@@ -129,6 +130,9 @@ from walk_mpc.core.walk.timeline import FootPose, PhaseKind, Timeline
 
 MAX_PENDING_PLANS = 8  # received plans kept until a reference names one
 MAX_SAMPLES = 16  # measured samples kept by stamp (the reference's sample is usually the latest)
+SETTLE_TIME = 0.6  # [s] a settling step onto the plan's feet (after a restart left a foot astray)
+SETTLE_DISTANCE = 0.002  # [m] a foot this far from its standing target settles there by a step
+SETTLE_HEIGHT = 0.03  # [m] arc of a settling foot that moves sideways
 
 
 class TickSource(str, enum.Enum):
@@ -426,6 +430,7 @@ class WholeBodyStage:
         self._plan_stamp_ns = 0
         self._posture_feet_plan: Optional[int] = None  # after an outage: plan whose feet are not used
         self._standing: Optional[StandingTargets] = None
+        self._settle: Optional[dict] = None  # a settling step in progress (see _settling)
         self._effects = dict.fromkeys(self.robot.foot_frames, True)
         self._gestures: dict[GestureDof, float] = {}  # queued for the next tick
         self._stance: Optional[tuple] = None
@@ -574,6 +579,8 @@ class WholeBodyStage:
                          f"{self.params.sensor_timeout} s)")
         self._samples[now] = (joints, base)
         self._latest_sample_ns = now
+        if self._grace_until_ns < 0:  # a walking plan came before any sample
+            self._grace_until_ns = now + self._timeout_ns
         while len(self._samples) > MAX_SAMPLES:
             self._samples.popitem(last=False)
         self._initialise()
@@ -872,8 +879,9 @@ class WholeBodyStage:
         changed = plan.plan_id != self._plan_id
         if changed and plan.walking and not self._plan_walking:
             # A walk starts: the planner's references for it get reference_timeout to arrive before the stage
-            # reports them stale (after a restart, discovery of the planner can lag the latched plan).
-            self._grace_until_ns = self._latest_sample_ns + self._timeout_ns
+            # reports them stale (after a restart, discovery of the planner can lag the latched plan); from
+            # the first sample when none came yet (-1).
+            self._grace_until_ns = self._latest_sample_ns + self._timeout_ns if self._samples else -1
             self._walked = None
         self._timeline = self._corrector.set_plan(plan.timeline)
         self._plan_id = plan.plan_id
@@ -923,9 +931,53 @@ class WholeBodyStage:
                            self.robot.right_foot_frame: pose_matrix(final.right.position, final.right.yaw)}
             self._standing = StandingTargets.from_configuration(self.robot, self._q, self.params.gesture,
                                                                 foot_poses=planned)
+            self._settle = None
+            if planned is not None:
+                self._settle = self._settling(planned)
             for leg, effect in self._effects.items():
                 self._standing.gestures.set_gesture_effect(leg, effect)
         return self._standing
+
+    def _settling(self, planned: dict) -> Optional[dict]:
+        """When standing targets put a foot elsewhere than the posture has it (a restart after a fault left a
+        foot in the air or short of its step), the foot moves there over ``SETTLE_TIME`` with a small arc
+        (a settling step) instead of in one tick: frame -> (from pose, to pose); None when every foot is
+        within ``SETTLE_DISTANCE`` of its target."""
+        poses = self.robot.foot_poses(self._q)
+        moves = {}
+        for frame, target in planned.items():
+            position, rotation = poses[frame]
+            if np.linalg.norm(np.asarray(target)[:3, 3] - position) > SETTLE_DISTANCE:
+                moves[frame] = (pose_matrix(position, yaw_of(rotation)), np.asarray(target))
+        if not moves:
+            return None
+        self.log.info(f"settling {sorted(moves)} onto the plan's feet over {SETTLE_TIME} s")
+        return {"moves": moves, "start": None}
+
+    def _settled(self, now: int, times, targets: list) -> list:
+        """The standing targets with the settling feet at their place on the way (min-jerk in time, an arc
+        of ``SETTLE_HEIGHT`` for a foot that moves sideways)."""
+        settle = self._settle
+        if settle["start"] is None:
+            settle["start"] = now
+        out = []
+        for dt, target in zip(times, targets):
+            s = min(1.0, ((now - settle["start"]) / NS_PER_S + dt) / SETTLE_TIME)
+            blend = s * s * s * (10.0 - 15.0 * s + 6.0 * s * s)
+            positions, rotations = dict(target.foot_positions), dict(target.foot_rotations)
+            for frame, (start, end) in settle["moves"].items():
+                position = (1.0 - blend) * start[:3, 3] + blend * end[:3, 3]
+                if np.linalg.norm(end[:2, 3] - start[:2, 3]) > SETTLE_DISTANCE:
+                    position = position + [0.0, 0.0, SETTLE_HEIGHT * math.sin(math.pi * s)]
+                positions[frame] = position
+                if frame in rotations:
+                    yaw0, yaw1 = yaw_of(start[:3, :3]), yaw_of(end[:3, :3])
+                    yaw = yaw0 + blend * math.remainder(yaw1 - yaw0, 2.0 * math.pi)
+                    rotations[frame] = rotation_z(yaw)
+            out.append(dataclasses.replace(target, foot_positions=positions, foot_rotations=rotations))
+        if (now - settle["start"]) / NS_PER_S >= SETTLE_TIME:
+            self._settle = None  # settled: the standing targets alone from now on
+        return out
 
     # ------------------------------------------------------------------ ticks
     @staticmethod
@@ -1105,6 +1157,10 @@ class WholeBodyStage:
         if source == TickSource.SENSOR and self._tick_source != TickSource.SENSOR:
             self._standing = None
             self._q_ahead = None  # hold the posture commanded now, not the one planned for later
+        elif source == TickSource.REFERENCE and self._tick_source == TickSource.SENSOR:
+            # References (re)start (a restarted planner or ik): stand on the plan's feet again, not on the
+            # posture held meanwhile (after a fault it may hold a foot in the air).
+            self._standing = None
         if source != self._tick_source:  # the reference stream started, stopped or resumed
             self.log.info("ticking on the CoM references" if source == TickSource.REFERENCE else
                           "ticking on the sensor samples (no CoM reference for "
@@ -1163,6 +1219,8 @@ class WholeBodyStage:
         else:
             standing = self._standing_targets()
             targets = [standing.targets(com_position=com) for com in coms]
+            if self._settle is not None:
+                targets = self._settled(now, times, targets)
             stance = tuple(range(len(self.robot.foot_frames)))  # every foot on the ground
         # Initial guess: the last tick's solution at 2T, the posture planned for this tick's T (0-1
         # Gauss-Newton steps instead of 2 while walking); the measured configuration at a support change.
