@@ -269,6 +269,7 @@ class GraphClient:
         self.samples: Optional[List] = None  # recording window, see recording()
         self.trajectory_count = 0
         self.reference_count = 0
+        self.reference_coms: List[Tuple[float, float]] = []  # CoM (x, y) at T of every mpc/com_reference
         latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.node.create_subscription(SensorState, "sensor_state", self._on_sample, 1000)
@@ -331,6 +332,8 @@ class GraphClient:
     def _on_reference(self, msg) -> None:
         with self._cv:
             self.reference_count += 1
+            if msg.com_position:
+                self.reference_coms.append((msg.com_position[0].x, msg.com_position[0].y))
             self._cv.notify_all()
 
     # -- waiting

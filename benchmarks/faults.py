@@ -1,0 +1,221 @@
+"""Fault drill: each control node SIGKILLed during a walk on MuJoCo, then restarted (issue 17).
+
+The graph runs as processes (:class:`walk_mpc.tools.launch_graph.GraphProcesses`, Talos, ``--sim`` mujoco by
+default, node logs in a temporary directory). For each node (walk_behavior, mpc_planner, ik) and each phase
+(``stand``: while standing; ``step2``: just after step 1 touched down; ``late``: in the last step), a 4-step
+0.2 m walk is sent, the node is killed at that phase, and the drill measures:
+
+* the walk's end: the result (or the client's error when walk_behavior died) and its time after the kill;
+* whether the robot fell (``sim/fall``) in the 3 s after the kill;
+* the largest distance of a CoM reference (``mpc/com_reference``) to the feet of the plan after the kill;
+* recovery: the time from the node's restart to the loop running again (ik ticks on references);
+* a 2-step walk after the restart: its result.
+
+Printed as a table. A benchmark, not a test: it runs in real time on the physics (about 20 s per row).
+
+    bash -c 'source tools/env.sh && source install/setup.bash && python -P benchmarks/faults.py'
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import math
+import os
+import signal
+import tempfile
+import threading
+import time
+from typing import List
+
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from std_msgs.msg import Bool
+
+from walk_mpc.core.walk import footsteps
+from walk_mpc.core.walk.behavior import WalkErrorCode
+from walk_mpc.msg import ComReference, FootstepPlan, TickTiming
+from walk_mpc.nodes.conversions import timeline_from_msg
+from walk_mpc.nodes.ik import is_reference_tick
+from walk_mpc.tools.launch_graph import GraphProcesses
+from walk_mpc.tools.send_walk import ActionServerLost, send_walk, walk_action_client
+
+NODES = ("walk_behavior", "mpc_planner", "ik")
+PHASES = ("stand", "step2", "late")
+
+
+class Probe:
+    """The drill's ROS side: the action client, the fall flag, the plans, the references, the ik's ticks."""
+
+    def __init__(self) -> None:
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node("fault_drill", context=self.context)
+        latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.lock = threading.Lock()
+        self.fallen = False
+        self.fall_times: List[float] = []
+        self.plan = None
+        self.coms: List[tuple] = []  # (monotonic time, x, y) of every reference
+        self.ticks = 0
+        self.node.create_subscription(Bool, "sim/fall", self._on_fall, latched)
+        self.node.create_subscription(FootstepPlan, "walk/plan", self._on_plan, latched)
+        self.node.create_subscription(ComReference, "mpc/com_reference", self._on_reference, 100)
+        self.node.create_subscription(TickTiming, "ik/timing", self._on_tick, 100)
+        self.topic = self.node.resolve_topic_name("mpc/com_reference")
+        self.client = walk_action_client(self.node)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self.thread.start()
+
+    def _on_fall(self, msg) -> None:
+        with self.lock:
+            self.fallen = bool(msg.data)
+            if msg.data:
+                self.fall_times.append(time.monotonic())
+
+    def _on_plan(self, msg) -> None:
+        with self.lock:
+            self.plan = msg
+
+    def _on_reference(self, msg) -> None:
+        if msg.com_position:
+            with self.lock:
+                self.coms.append((time.monotonic(), msg.com_position[0].x, msg.com_position[0].y))
+
+    def _on_tick(self, msg) -> None:
+        if is_reference_tick(msg, self.topic):
+            with self.lock:
+                self.ticks += 1
+
+    def wait(self, predicate, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if predicate():
+                    return True
+            time.sleep(0.02)
+        return False
+
+    def steps(self, count: int):
+        with self.lock:
+            final = timeline_from_msg(self.plan).phases[-1]
+        left, right = final.left, final.right
+        width = math.hypot(left.position[0] - right.position[0], left.position[1] - right.position[1])
+        return footsteps.walk_forward(left, right, 0.2 * (count - 1), 0.2, width=width, duration=0.9)
+
+    def walk(self, steps, on_feedback=None):
+        return send_walk(self.node, steps, True, on_feedback, server_timeout=30.0, result_timeout=60.0,
+                         client=self.client)
+
+    def close(self) -> None:
+        self.executor.shutdown(timeout_sec=5.0)
+        self.node.destroy_node()
+        self.context.try_shutdown()
+
+
+def outcome_text(outcome) -> str:
+    if isinstance(outcome, Exception):
+        return f"{type(outcome).__name__}"
+    return WalkErrorCode(outcome.error_code).name
+
+
+def drill(processes: GraphProcesses, probe: Probe, node: str, phase: str) -> dict:
+    """One row: kill ``node`` at ``phase`` of a 4-step walk, restart it, walk 2 steps."""
+    row = {"node": node, "phase": phase}
+    fired = threading.Event()
+
+    def on_feedback(fb) -> None:
+        index = fb.walk.current_step_index
+        if (phase == "step2" and index >= 1) or (phase == "late" and index >= 3):
+            fired.set()
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        killed_at = None
+        if phase == "stand":
+            killed_at = time.monotonic()
+            processes.stop_node(node, signal.SIGKILL)
+            walk = pool.submit(probe.walk, probe.steps(4))
+        else:
+            walk = pool.submit(probe.walk, probe.steps(4), on_feedback)
+            fired.wait(30.0)
+            killed_at = time.monotonic()
+            processes.stop_node(node, signal.SIGKILL)
+        try:
+            outcome = walk.result(timeout=90.0)
+        except (ActionServerLost, TimeoutError) as exc:
+            outcome = exc
+    ended = time.monotonic() - killed_at
+    row["result"] = outcome_text(outcome)
+    row["end_s"] = ended
+    time.sleep(max(0.0, 3.0 - ended))
+    with probe.lock:
+        row["fell"] = any(t > killed_at for t in probe.fall_times) or probe.fallen
+        final = timeline_from_msg(probe.plan).phases[-1] if probe.plan is not None else None
+        coms = [(x, y) for t, x, y in probe.coms if t > killed_at]
+    if final is not None and coms:
+        feet = (final.left, final.right)
+        row["max_ref_m"] = max(min(math.hypot(x - f.position[0], y - f.position[1]) for f in feet)
+                               for x, y in coms)
+    else:
+        row["max_ref_m"] = float("nan")
+    restart = time.monotonic()
+    processes.start_node(node)
+    with probe.lock:
+        ticks = probe.ticks
+    ok = probe.wait(lambda: probe.ticks >= ticks + 25, 60.0)
+    row["recovery_s"] = time.monotonic() - restart if ok else float("nan")
+    if row["fell"]:
+        row["after"] = "not tried (fell)"
+        return row
+    time.sleep(1.0)  # the restarted node's first plan / references
+    try:
+        after = probe.walk(probe.steps(2))
+        row["after"] = outcome_text(after)
+    except (ActionServerLost, TimeoutError) as exc:
+        row["after"] = type(exc).__name__
+    return row
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sim", default="mujoco", help="simulator backend (mujoco or kinematic)")
+    parser.add_argument("--nodes", nargs="*", default=list(NODES), choices=NODES)
+    parser.add_argument("--phases", nargs="*", default=list(PHASES), choices=PHASES)
+    args = parser.parse_args()
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    rows = []
+    with tempfile.TemporaryDirectory() as logs:
+        processes = GraphProcesses("talos", args.sim, log_dir=logs)
+        processes.start()
+        probe = Probe()
+        try:
+            if not probe.wait(lambda: probe.ticks > 25 and probe.plan is not None, 120.0):
+                raise SystemExit(f"the graph did not start: exited {processes.failed()}")
+            for node in args.nodes:
+                for phase in args.phases:
+                    row = drill(processes, probe, node, phase)
+                    rows.append(row)
+                    print(f"{row['node']:13s} {row['phase']:6s} {row['result']:22s} "
+                          f"end {row['end_s']:5.2f} s  "
+                          f"fell {row['fell']!s:5s}  max ref {row['max_ref_m']:6.3f} m  recovery "
+                          f"{row['recovery_s']:5.2f} s  after restart {row['after']}", flush=True)
+                    if row["fell"]:
+                        print("the robot fell: the remaining rows are not meaningful", flush=True)
+                        return 1
+        finally:
+            probe.close()
+            processes.stop()
+    print("\n| node | phase | result | end after kill [s] | fell | max CoM ref to feet [m] | recovery [s] | "
+          "walk after restart |\n|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['node']} | {r['phase']} | {r['result']} | {r['end_s']:.2f} | {r['fell']} | "
+              f"{r['max_ref_m']:.3f} | {r['recovery_s']:.2f} | {r['after']} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
