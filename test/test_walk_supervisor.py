@@ -154,3 +154,17 @@ def test_a_gap_in_the_samples_does_not_blame_a_link_that_answers_the_next_sample
     ns = stall
     ns, outputs = run(supervisor, sample, ns, 20, report=("mpc_planner", "ik"))
     assert not any(o.results for o in outputs) and supervisor.walking
+
+
+def test_an_ik_safe_stopping_blames_the_planner(sample):
+    """The ik reports SAFE_STOP when the planner's references stop mid-walk: the planner's failure."""
+    from walk_mpc.core.control.types import WholeBodyStatus
+
+    supervisor = make(watch_links=("mpc_planner", "ik"))
+    ns, _ = run(supervisor, sample, 100 * NS, 5, report=("mpc_planner", "ik"))
+    assert supervisor.submit_goal(b"g", steps(), True, ns)[0].accepted
+    supervisor.report("ik", int(WholeBodyStatus.SAFE_STOP), ns, steady_ns=ns)
+    ns, outputs = run(supervisor, sample, ns, 400, report=("mpc_planner", "ik"))
+    (result,) = [r for o in outputs for r in o.results]
+    assert result.error_code == WalkErrorCode.PLANNER_FAILURE
+    assert "is the mpc_planner running?" in result.error_msg

@@ -395,6 +395,10 @@ class WalkSupervisor:
             link.silent_ns, link.reported = 0, True
         if status == 0:
             return SupervisorOutput()
+        if component == "ik" and status == WholeBodyStatus.SAFE_STOP:
+            # The ik lost the planner's references and lands the step in progress: the planner's failure.
+            return self.abort(WalkErrorCode.PLANNER_FAILURE, "the ik is safe-stopping at stamp "
+                              f"{stamp_ns / NS_PER_S:.3f} s: no CoM references: is the mpc_planner running?")
         code = LINK_ERRORS.get(component, WalkErrorCode.PLANNER_FAILURE)
         statuses = PlannerStatus if component == "mpc_planner" else WholeBodyStatus
         try:
