@@ -46,7 +46,8 @@ T = TypeVar("T")
 #: Default time [s] a creation or destruction waits for the spinning thread to run it.
 CALL_TIMEOUT = 10.0
 
-_SPIN_THREADS: weakref.WeakKeyDictionary[Executor, SpinThread] = weakref.WeakKeyDictionary()
+#: Executor -> its SpinThread (weak both ways: a SpinThread holds its executor, its running thread holds it).
+_SPIN_THREADS: weakref.WeakKeyDictionary[Executor, weakref.ref[SpinThread]] = weakref.WeakKeyDictionary()
 
 
 class SpinThreadDied(RuntimeError):
@@ -85,7 +86,7 @@ class SpinThread:
         self._error: Optional[BaseException] = None
         self.died = threading.Event()  # set when the thread ended (stopped or failed)
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        _SPIN_THREADS[executor] = self
+        _SPIN_THREADS[executor] = weakref.ref(self)
 
     # -- life cycle
     def add_node(self, node: Node) -> None:
@@ -235,8 +236,12 @@ class SpinThread:
 
 def spin_thread_of(node: Node) -> Optional[SpinThread]:
     """The :class:`SpinThread` spinning ``node``'s executor, if any."""
-    executor = node.executor
-    return None if executor is None else _SPIN_THREADS.get(executor)
+    return _spin_thread(node.executor)
+
+
+def _spin_thread(executor: Optional[Executor]) -> Optional[SpinThread]:
+    ref = None if executor is None else _SPIN_THREADS.get(executor)
+    return None if ref is None else ref()
 
 
 def on_executor_thread(node: Node, fn: Callable[..., T], *args: Any,
@@ -257,7 +262,7 @@ def on_executor_thread(node: Node, fn: Callable[..., T], *args: Any,
     executor = node.executor
     if executor is None:
         return fn(*args)
-    spin = _SPIN_THREADS.get(executor)
+    spin = _spin_thread(executor)
     if spin is not None:
         return spin.call(fn, *args, timeout=timeout)
     if not isinstance(executor, SingleThreadedExecutor):
