@@ -219,11 +219,16 @@ def two_steps_from(feet: dict[Foot, FootPose]) -> Timeline:
     return Timeline(feet[Foot.LEFT], feet[Foot.RIGHT], steps, TIMING)
 
 
-def stand_plan(timeline: Timeline, t: float) -> Timeline:
-    """What the walk behavior plans when it stops a walk at ``t`` (Stand at the planned feet of the phase:
-    the touchdown pose of a swinging foot)."""
-    phase = timeline.phase_at(t)
-    return Timeline(phase.left, phase.right, (), TIMING)
+def stand_plan(loop: Loop, timeline: Timeline) -> Timeline:
+    """What the walk behavior plans when it stops a walk at once now (WalkSupervisor._stop_stance): Stand at
+    the measured soles, a sole in the air put down below itself at its planned height."""
+    phase = timeline.phase_at(loop.time)
+    feet = loop.feet()
+    for foot in Foot:
+        if not loop.sim.state.in_contact[int(foot)]:
+            x, y, _ = feet[foot].position
+            feet[foot] = FootPose((x, y, phase.foot(foot).position[2]), feet[foot].yaw)
+    return Timeline(feet[Foot.LEFT], feet[Foot.RIGHT], (), TIMING)
 
 
 def walks_again(loop: Loop, restart_time: float) -> None:
@@ -252,15 +257,20 @@ def walks_again(loop: Loop, restart_time: float) -> None:
 
 
 @pytest.mark.parametrize("restarted", ["planner", "both stages"])
-def test_after_a_safe_stop_restarted_stages_run_within_a_second_and_a_new_walk_succeeds(talos, walk,
+@pytest.mark.parametrize("cut", [0.05, 0.4])
+def test_after_a_safe_stop_restarted_stages_run_within_a_second_and_a_new_walk_succeeds(talos, walk, cut,
                                                                                         restarted):
+    """The planner dies ``cut`` after the lift-off of step 2; the walk behavior stops the walk link_timeout
+    (0.3 s) later, the foot still in the air; the ik lands it (safe stop). Restarted stages fed that Stand
+    plan stand where the robot is and walk again."""
     single = phase_of_step_2(walk, PhaseKind.SINGLE)
     loop = Loop(talos, walk)
-    cut = single.t_start + 0.4
+    cut = single.t_start + cut
     loop.run_until(cut)
     loop.planner_alive = False
     loop.run_until(cut + 0.3)
-    stand = loop.send_plan(stand_plan(walk, cut + 0.3), walking=False)  # the walk behavior's stop
+    assert not loop.sim.state.in_contact[int(Foot.RIGHT)]
+    stand = loop.send_plan(stand_plan(loop, walk), walking=False)  # the walk behavior's stop
     loop.run_until(cut + 2.5)  # the robot stands after its safe stop: the right foot ahead
     assert loop.whole_body.safe_stop is None and loop.whole_body.plan_id == stand.plan_id
     assert loop.feet()[Foot.RIGHT].position[0] - loop.feet()[Foot.LEFT].position[0] > 0.15
@@ -275,7 +285,7 @@ def test_an_ik_dying_leaves_the_planner_bounded_and_a_restarted_ik_walks_again(t
     loop.run_until(cut)
     loop.whole_body_alive = False  # SIGKILL: the robot holds the end of the last trajectory, one foot ahead
     loop.run_until(cut + 0.3)
-    stand = loop.send_plan(stand_plan(walk, cut + 0.3), walking=False)  # the walk behavior's stop
+    stand = loop.send_plan(stand_plan(loop, walk), walking=False)  # the walk behavior's stop
     loop.run_until(cut + 5.0)
     frozen = np.asarray(loop.sim.state.com)[:2]
     references = [t.reference for time, t in loop.ticks if time > cut]

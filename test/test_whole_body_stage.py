@@ -384,6 +384,8 @@ def test_parameters_and_joint_names_are_checked(talos, solo):
         WholeBodyStage.Parameters(safe_stop_shift_duration=0.0)
     with pytest.raises(ParameterError, match="safe_stop_stance_radius"):
         WholeBodyStage.Parameters(safe_stop_stance_radius=-0.01)
+    with pytest.raises(ParameterError, match="max_settle_distance"):
+        WholeBodyStage.Parameters(max_settle_distance=0.0)
     with pytest.raises(ParameterError, match="contact_force_threshold"):
         WholeBodyStage.Parameters(contact_force_threshold=-1.0)
     with pytest.raises(JointNotFound):
@@ -503,6 +505,25 @@ def test_references_stopping_in_double_support_keep_the_feet_and_move_the_com_be
     middle = 0.5 * (before[Foot.LEFT][0] + before[Foot.RIGHT][0])
     np.testing.assert_allclose(talos.com(q)[:2], middle[:2], atol=1e-3)
     assert stage.on_reference(reference(timeline, double.t_start + 2.5)) is None  # the stopped plan
+
+
+def test_a_foot_on_the_ground_far_from_the_stand_plan_stays_where_it_is(talos):
+    """After a fault a Stand plan may put a foot where it never went: a fresh stage ticking on references
+    keeps a foot that is on the plan's ground farther than max_settle_distance from it where it is (the
+    planner stands at that measured sole too); a nearer one settles onto the plan's pose."""
+    q = talos.reference_configuration()
+    feet = soles(talos, q)
+    left, right = (FootPose(tuple(feet[f][0])) for f in (Foot.LEFT, Foot.RIGHT))
+    for shift, stays in ((0.4, True), (0.05, False)):
+        stage = WholeBodyStage(talos)
+        ahead = FootPose(tuple(np.add(left.position, (shift, 0.0, 0.0))))
+        stage.set_plan(plan(Timeline(ahead, right, ()), walking=False))
+        sample = sample_of(talos, q)
+        assert stage.observe(ns(0.0), sample).source == "sensor"
+        commands = [stage.on_reference(fixed_reference(ns(k * T), talos.com(q))) for k in range(1, 60)]
+        assert all(c.status == OK for c in commands)
+        moved = np.linalg.norm(soles(talos, stage.configuration)[Foot.LEFT][0] - feet[Foot.LEFT][0])
+        assert moved < 1e-3 if stays else abs(moved - shift) < 1e-3, (shift, moved)
 
 
 # ------------------------------------------------------------------ gestures

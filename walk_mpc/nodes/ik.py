@@ -134,6 +134,8 @@ class IKNodeParameters:
         safe_stop_shift_duration: Duration [s] of each CoM shift of a safe stop (minimum jerk).
         safe_stop_stance_radius: Distance [m] from the stance sole within which a safe stop keeps the CoM
             while the foot swings.
+        max_settle_distance: A foot on the ground farther than this [m] from the plan's standing pose stays
+            where it is (as the mpc_planner's ``resync_distance``).
         plan_topic, reference_topic, reference_ahead_topic, sensor_topic: Inputs (module docstring).
         trajectory_topic, commands_topic, joint_states_topic, timing_topic: Outputs (module docstring).
     """
@@ -156,6 +158,7 @@ class IKNodeParameters:
     safe_stop_speedup: float = 2.0
     safe_stop_shift_duration: float = 1.0
     safe_stop_stance_radius: float = 0.03
+    max_settle_distance: float = 0.1
     plan_topic: str = "walk/plan"
     reference_topic: str = "mpc/com_reference"
     reference_ahead_topic: str = "mpc/com_reference_ahead"
@@ -195,7 +198,8 @@ class IKNodeParameters:
             solve_ahead=self.solve_ahead, contact_force_threshold=self.contact_force_threshold,
             contact_prefixes=self.contact_prefixes, stamps=self.stamps,
             safe_stop_speedup=self.safe_stop_speedup, safe_stop_shift_duration=self.safe_stop_shift_duration,
-            safe_stop_stance_radius=self.safe_stop_stance_radius)
+            safe_stop_stance_radius=self.safe_stop_stance_radius,
+            max_settle_distance=self.max_settle_distance)
 
 
 def read_parameters(node: Node) -> IKNodeParameters:

@@ -61,7 +61,16 @@ when they take over from references: no jump). During a walk:
   feet (standing targets at the posture's feet, whatever the feet of the plans received meanwhile, until
   a plan walks), and the stopped plan is never walked again: its references are skipped. During the stop
   the references are ignored and received plans wait (installed when it has settled), so that the walk
-  behavior's stop (a Stand plan at the planned feet) or a restarted planner cannot cut it short.
+  behavior's stop (a Stand plan where it measured the feet, a swinging one put down below itself) or a
+  restarted planner cannot cut it short.
+
+Standing on references: a biped stands on the plan's final feet (rebuilt when references start again after
+sensor-driven ticks, e.g. a restarted stage). A foot of the posture more than ``SETTLE_DISTANCE`` from its
+target moves there by a settling step (``SETTLE_TIME``, an arc of ``SETTLE_HEIGHT`` when it moves
+sideways), e.g. a foot a dead ik left in the air; but a foot on the plan's ground (within
+``GROUND_TOLERANCE`` of its height) farther than ``max_settle_distance`` stays where it is, as the planner
+stands at such a measured sole (``resync_distance``): a Stand plan made after a fault may put a foot where
+it never went.
 
 Holds: a reference with NaN/inf or malformed arrays (BAD_REFERENCE), targets that cannot be built
 (TARGETS_ERROR) or a solve that does not converge (IK_FAILED) return the last command held (both points at
@@ -109,6 +118,7 @@ from walk_mpc.core.body.targets import (
     with_com,
     yaw_free,
 )
+from walk_mpc.core.control.planner_stage import GROUND_TOLERANCE
 from walk_mpc.core.control.stamps import StampGuard, StampGuardParameters, StampVerdict
 from walk_mpc.core.control.types import (
     NS_PER_S,
@@ -170,6 +180,9 @@ class WholeBodyStageParameters:
             times that away from the CoM: 1 s keeps it within Talos' soles for a 10 cm shift.
         safe_stop_stance_radius: While the foot of a safe stop swings, the CoM stays where it is if it is
             within this horizontal distance [m] of the stance sole's origin, else it moves to that distance.
+        max_settle_distance: A foot on the ground farther than this [m] horizontally from the standing pose
+            of the plan stays where it is instead of settling there (set as the planner's
+            ``resync_distance``, which stands at such a measured sole).
     """
 
     solver: IKSolver.Parameters = dataclasses.field(default_factory=IKSolver.Parameters)
@@ -187,6 +200,7 @@ class WholeBodyStageParameters:
     safe_stop_speedup: float = 2.0
     safe_stop_shift_duration: float = 1.0
     safe_stop_stance_radius: float = 0.03
+    max_settle_distance: float = 0.1
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "joint_names", tuple(self.joint_names))
@@ -207,6 +221,7 @@ class WholeBodyStageParameters:
         check_range("safe_stop_speedup", self.safe_stop_speedup, 1.0, 100.0)
         check_positive("safe_stop_shift_duration", self.safe_stop_shift_duration)
         check_nonnegative("safe_stop_stance_radius", self.safe_stop_stance_radius)
+        check_positive("max_settle_distance", self.max_settle_distance)
         if not isinstance(self.solve_ahead, bool):
             raise ParameterError("solve_ahead", self.solve_ahead, "true or false")
 
@@ -918,17 +933,18 @@ class WholeBodyStage:
     def _standing_targets(self) -> StandingTargets:
         """Standing targets, built when missing from the model configuration (the current posture).
 
-        With CoM references (reference-driven ticks) a biped's feet are the plan's final feet; for
-        sensor-driven ticks, which hold the body where the posture has it, and after a safe stop until a plan
-        walks (the robot stands where its feet landed), the feet are the posture's.
+        With CoM references (reference-driven ticks) a biped's feet are the plan's final feet, except a foot
+        of the posture on the plan's ground (within :data:`GROUND_TOLERANCE` of its height) farther than
+        ``max_settle_distance`` from it, which stays where it is (as the planner stands at such a measured
+        sole: after a fault, a Stand plan may put a foot where it never went); for sensor-driven ticks,
+        which hold the body where the posture has it, and after a safe stop until a plan walks (the robot
+        stands where its feet landed), the feet are the posture's.
         """
         if self._standing is None:
             planned = None
             if (self._timeline is not None and self.robot.is_biped and self._tick_source != TickSource.SENSOR
                     and self._plan_id != self._posture_feet_plan and not self._landed):
-                final = self._timeline.phases[-1]
-                planned = {self.robot.left_foot_frame: pose_matrix(final.left.position, final.left.yaw),
-                           self.robot.right_foot_frame: pose_matrix(final.right.position, final.right.yaw)}
+                planned = self._planned_standing_feet()
             self._standing = StandingTargets.from_configuration(self.robot, self._q, self.params.gesture,
                                                                 foot_poses=planned)
             self._settle = None
@@ -937,6 +953,28 @@ class WholeBodyStage:
             for leg, effect in self._effects.items():
                 self._standing.gestures.set_gesture_effect(leg, effect)
         return self._standing
+
+    def _planned_standing_feet(self) -> dict:
+        """Frame -> standing pose (4x4) of each sole: the plan's final one, or the posture's when the
+        posture has it on the plan's ground farther than ``max_settle_distance`` from it."""
+        final = self._timeline.phases[-1]
+        poses = self.robot.foot_poses(self._q)
+        feet, stays = {}, []
+        for foot, frame in self._feet.items():
+            plan = final.foot(foot)
+            position, rotation = poses[frame]
+            offset = float(np.hypot(position[0] - plan.position[0], position[1] - plan.position[1]))
+            if (offset > self.params.max_settle_distance
+                    and abs(position[2] - plan.position[2]) <= GROUND_TOLERANCE):
+                feet[frame] = pose_matrix(position, yaw_of(rotation))
+                stays.append(f"{foot.name.lower()} {offset:.3f} m")
+            else:
+                feet[frame] = pose_matrix(plan.position, plan.yaw)
+        if stays:
+            self.log.warning(f"plan {self._plan_id} stands with feet away from where they are on the ground "
+                             f"({', '.join(stays)}; max_settle_distance {self.params.max_settle_distance} "
+                             "m): they stay (the planner stands there too)")
+        return feet
 
     def _settling(self, planned: dict) -> Optional[dict]:
         """When standing targets put a foot elsewhere than the posture has it (a restart after a fault left a
