@@ -490,16 +490,15 @@ class PlannerStage:
         phase = self._planner.timeline.phase_at(out.t)
         soles = [phase.foot(foot).position for foot in phase.stance_feet]
         limit = self.params.max_com_distance
-        for name, points in (("CoM", out.com_targets), ("ZMP", out.zmp_targets)):
-            for k in range(2):
-                x, y = float(points[k, 0]), float(points[k, 1])
-                distance = min(math.hypot(x - sole[0], y - sole[1]) for sole in soles)
+        for name, points in (("CoM", out.com_targets.tolist()), ("ZMP", out.zmp_targets.tolist())):
+            for k, (x, y, _) in enumerate(points):
+                distance = min([math.hypot(x - sole[0], y - sole[1]) for sole in soles])
                 if not distance <= limit:
                     return (f"its {name} target ({x:.3f}, {y:.3f}) m at t = {out.target_times[k]:.3f} s is "
                             f"{distance:.3f} m from the nearest stance sole (max_com_distance {limit} m)")
-        velocity = out.com_velocity_targets
-        if not all(math.isfinite(v) for v in velocity.flat):
-            return f"its CoM velocity targets {velocity.tolist()} are not finite"
+        velocity = out.com_velocity_targets.tolist()
+        if not math.isfinite(sum(velocity[0]) + sum(velocity[1])):
+            return f"its CoM velocity targets {velocity} are not finite"
         return ""
 
     def _prepare(self, tick_ns: int) -> Optional[CoMReference]:
