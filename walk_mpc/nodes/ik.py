@@ -96,6 +96,7 @@ STATUS_IK_FAILED = int(WholeBodyStatus.IK_FAILED)  # a solve did not converge: l
 STATUS_BAD_REFERENCE = int(WholeBodyStatus.BAD_REFERENCE)  # NaN/inf or malformed ComReference: held
 STATUS_TARGETS_ERROR = int(WholeBodyStatus.TARGETS_ERROR)  # targets could not be built: last command held
 STATUS_REFERENCE_STALE = int(WholeBodyStatus.REFERENCE_STALE)  # walking, no ComReference: last command held
+STATUS_SAFE_STOP = int(WholeBodyStatus.SAFE_STOP)  # references stopped mid-walk: the step lands, then stand
 
 _TOPICS = ("plan_topic", "reference_topic", "reference_ahead_topic", "sensor_topic", "trajectory_topic",
            "commands_topic", "joint_states_topic", "timing_topic")

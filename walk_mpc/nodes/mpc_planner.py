@@ -75,6 +75,7 @@ STATUS_OK = PlannerStatus.OK
 STATUS_INFEASIBLE = PlannerStatus.INFEASIBLE  # no ZMP inside the support regions: previous plan followed
 STATUS_SOLVER_FAILED = PlannerStatus.SOLVER_FAILED  # the QP solver failed: previous plan followed
 STATUS_PLANNER_ERROR = PlannerStatus.PLANNER_ERROR  # the planner refused its inputs: no reference this tick
+STATUS_REFERENCE_OUT_OF_REACH = PlannerStatus.REFERENCE_OUT_OF_REACH  # CoM target too far from the feet
 
 WARNING_PERIOD = 1.0  # [s] minimum interval between two warnings of the same kind
 PREVIEW_DELAY = 0.005  # [s] wall time from a tick to its preview publication (off the critical path)
