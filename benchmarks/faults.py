@@ -35,7 +35,7 @@ from std_msgs.msg import Bool
 
 from walk_mpc.core.walk import footsteps
 from walk_mpc.core.walk.behavior import WalkErrorCode
-from walk_mpc.msg import ComReference, FootstepPlan, TickTiming
+from walk_mpc.msg import ComReference, FootstepPlan, TickTiming, WalkFeedback
 from walk_mpc.nodes.conversions import timeline_from_msg
 from walk_mpc.nodes.ik import is_reference_tick
 from walk_mpc.tools.launch_graph import GraphProcesses
@@ -60,6 +60,8 @@ class Probe:
         self.plan = None
         self.coms: List[tuple] = []  # (monotonic time, x, y) of every reference
         self.ticks = 0
+        self.statuses = 0  # walk/status messages (walk_behavior ticks on samples)
+        self.node.create_subscription(WalkFeedback, "walk/status", self._on_status, 100)
         self.node.create_subscription(Bool, "sim/fall", self._on_fall, latched)
         self.node.create_subscription(FootstepPlan, "walk/plan", self._on_plan, latched)
         self.node.create_subscription(ComReference, "mpc/com_reference", self._on_reference, 100)
@@ -70,6 +72,10 @@ class Probe:
         self.executor.add_node(self.node)
         self.thread = threading.Thread(target=self.executor.spin, daemon=True)
         self.thread.start()
+
+    def _on_status(self, msg) -> None:
+        with self.lock:
+            self.statuses += 1
 
     def _on_fall(self, msg) -> None:
         with self.lock:
@@ -118,6 +124,8 @@ class Probe:
 
 
 def outcome_text(outcome) -> str:
+    if isinstance(outcome, str):
+        return outcome
     if isinstance(outcome, Exception):
         return f"{type(outcome).__name__}"
     return WalkErrorCode(outcome.error_code).name
@@ -138,7 +146,10 @@ def drill(processes: GraphProcesses, probe: Probe, node: str, phase: str) -> dic
         if phase == "stand":
             killed_at = time.monotonic()
             processes.stop_node(node, signal.SIGKILL)
-            walk = pool.submit(probe.walk, probe.steps(4))
+            if node == "walk_behavior":  # no server to send a goal to: nothing walks
+                walk = pool.submit(lambda: "no server")
+            else:
+                walk = pool.submit(probe.walk, probe.steps(4))
         else:
             walk = pool.submit(probe.walk, probe.steps(4), on_feedback)
             fired.wait(30.0)
@@ -166,7 +177,8 @@ def drill(processes: GraphProcesses, probe: Probe, node: str, phase: str) -> dic
     processes.start_node(node)
     with probe.lock:
         ticks = probe.ticks
-    ok = probe.wait(lambda: probe.ticks >= ticks + 25, 60.0)
+        statuses = probe.statuses
+    ok = probe.wait(lambda: probe.ticks >= ticks + 25 and probe.statuses >= statuses + 25, 60.0)
     row["recovery_s"] = time.monotonic() - restart if ok else float("nan")
     if row["fell"]:
         row["after"] = "not tried (fell)"
