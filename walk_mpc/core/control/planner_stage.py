@@ -60,7 +60,7 @@ from typing import Optional
 
 from walk_mpc.core.body.robot import RobotModel
 from walk_mpc.core.body.state_estimation import MeasuredState, estimate_state
-from walk_mpc.core.control.stamps import StampGuard, StampGuardParameters, StampVerdict
+from walk_mpc.core.control.stamps import StampGuard, StampGuardParameters, StampVerdict, plan_stamp_problem
 from walk_mpc.core.control.types import NS_PER_S, CoMReference, Log, PlannerStatus, WalkPlan, default_log
 from walk_mpc.core.errors import InputError, ParameterError, WalkMpcError
 from walk_mpc.core.mpc.planner import MpcPlanner, PlannerOutput, PlannerParameters
@@ -302,6 +302,10 @@ class PlannerStage:
         if not isinstance(plan, WalkPlan):
             self._log.error(f"plan rejected, keeping the previous one: {type(plan).__name__} is not a "
                             "WalkPlan")
+            return False
+        problem = plan_stamp_problem(plan.stamp_ns, self._guard)
+        if problem is not None:
+            self._log.error(f"plan {plan.plan_id} rejected, keeping the previous one: {problem}")
             return False
         self._pending = plan
         self._log.info(f"plan {plan.plan_id}: {'walk' if plan.walking else 'stand'}, "

@@ -126,4 +126,19 @@ class StampGuard:
         return verdict
 
 
-__all__ = ["StampGuard", "StampGuardParameters", "StampVerdict"]
+#: How far [s] a plan's t = 0 may lie ahead of the latest accepted sample (the walk behavior stamps its plans
+#: at the present or in the past: a plan stamped further ahead is a rogue one).
+MAX_PLAN_LEAD = 5.0
+
+
+def plan_stamp_problem(plan_stamp_ns: int, guard: StampGuard) -> Optional[str]:
+    """Why a plan stamped ``plan_stamp_ns`` is implausible on ``guard``'s time base, else None (no time base
+    yet: any stamp is accepted)."""
+    last = guard.last_stamp_ns
+    if last is not None and plan_stamp_ns - last > MAX_PLAN_LEAD * _NS:
+        return (f"its stamp {plan_stamp_ns / _NS:.3f} s is {(plan_stamp_ns - last) / _NS:.3f} s ahead of the "
+                f"latest sample (at most {MAX_PLAN_LEAD} s: plans start at the present or in the past)")
+    return None
+
+
+__all__ = ["MAX_PLAN_LEAD", "StampGuard", "StampGuardParameters", "StampVerdict", "plan_stamp_problem"]

@@ -119,7 +119,7 @@ from walk_mpc.core.body.targets import (
     yaw_free,
 )
 from walk_mpc.core.control.planner_stage import GROUND_TOLERANCE
-from walk_mpc.core.control.stamps import StampGuard, StampGuardParameters, StampVerdict
+from walk_mpc.core.control.stamps import StampGuard, StampGuardParameters, StampVerdict, plan_stamp_problem
 from walk_mpc.core.control.types import (
     NS_PER_S,
     CoMReference,
@@ -529,6 +529,10 @@ class WholeBodyStage:
         if not isinstance(plan, WalkPlan):
             self.log.error(f"plan rejected, keeping the previous one: expected a WalkPlan, got "
                            f"{type(plan).__name__}")
+            return False
+        problem = plan_stamp_problem(plan.stamp_ns, self._guard)
+        if problem is not None:
+            self.log.error(f"plan {plan.plan_id} rejected, keeping the previous one: {problem}")
             return False
         if not self.robot.is_biped:
             self.log.warning(f"plan {plan.plan_id} ignored: '{self.robot.name}' is not a biped (no "
