@@ -17,7 +17,7 @@ Baseline, in the same process, alternating with ours every pass over the walk (`
 tick, which cools the caches of both): a planner whose preview
 builder is the straightforward per-interval loop (the implementation before the vectorised builder;
 support boxes cached per phase), IK targets built with the public, fully validating ``IKTargets``
-constructor, and the plain 3-iteration Gauss-Newton of ``benchmarks/ik_talos.py`` for each IK solution.
+constructor, and the plain damped Gauss-Newton of ``benchmarks/ik_talos.py`` for each IK solution.
 Printed: median, p99 and max of each part and of the whole tick (wall clock), and the ratio ours /
 baseline; the last line is the thread CPU time of the whole tick, which leaves out the time other
 processes held the core (compare its p99 with the wall-clock one to see how much is machine load).
@@ -36,9 +36,9 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # ik_talos.PlainGaussNewton (with python -P)
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # ik_talos.PlainDampedGaussNewton (with python -P)
 
-from ik_talos import PlainGaussNewton  # noqa: E402
+from ik_talos import PlainDampedGaussNewton  # noqa: E402
 
 from walk_mpc.core.body.ik import IKSolver, IKTargets  # noqa: E402
 from walk_mpc.core.body.robot import RobotModel, rotation_z, yaw_of  # noqa: E402
@@ -94,7 +94,7 @@ class BaselinePlanner(MpcPlanner):
         self._builder = builder
 
 
-SOLES = {Foot.LEFT: "left_sole_link", Foot.RIGHT: "right_sole_link"}  # Talos (PlainGaussNewton keys)
+SOLES = {Foot.LEFT: "left_sole_link", Foot.RIGHT: "right_sole_link"}  # Talos (PlainDampedGaussNewton keys)
 
 
 def validated_walk_targets(timeline: Timeline, t: float, com, tilt) -> IKTargets:
@@ -189,7 +189,7 @@ def main() -> None:
     tilt = yaw_free(robot.frame_pose(q0, robot.torso_frame)[1])
 
     solver = IKSolver(robot)
-    gauss_newton = PlainGaussNewton(robot)
+    gauss_newton = PlainDampedGaussNewton(robot, IKSolver.Parameters())
 
     def ours_two(a, b, q):
         first, second = solver.solve_two(a, b, q)
@@ -200,8 +200,8 @@ def main() -> None:
     ours_two.failures, ours_two.iterations = 0, []
 
     def base_two(a, b, q):
-        first = gauss_newton.solve(a, q)
-        return first, gauss_newton.solve(b, first)
+        first = gauss_newton.solve(a, q)[0]
+        return first, gauss_newton.solve(b, first)[0]
 
     ours = Loop(robot, MpcPlanner(params), walk_targets, ours_two, timeline, tilt, args.correct_support)
     base = Loop(robot, BaselinePlanner(params), validated_walk_targets, base_two, timeline, tilt,
