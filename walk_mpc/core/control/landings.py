@@ -108,19 +108,18 @@ class LandingMonitor:
         share = self.params.load_fraction * total
         return {Foot.LEFT: forces[0] > share, Foot.RIGHT: forces[1] > share}
 
-    def observe(self, t: float, phase: Phase, sample: SensorSample,
+    def observe(self, t: float, phase: Phase, loads: Optional[dict],
                 measured_feet: Optional[dict] = None) -> None:
         """One sample at walk time ``t`` [s] in ``phase`` of the walk's timeline.
 
         Args:
             t: Time of the sample on the timeline [s].
             phase: The timeline's phase at ``t``.
-            sample: The sample (its contact forces).
+            loads: :meth:`loads` of the sample (computed once per sample by the caller).
             measured_feet: Foot -> measured sole pose of this sample, if measured.
         """
         if not self.params.enabled:
             return
-        loads = self.loads(sample)
         if phase.kind is PhaseKind.SINGLE:
             step = self._steps.get(phase.step_index)
             if step is None:

@@ -269,7 +269,7 @@ class WalkSupervisor:
         self._loads = self._landings.loads(sample)
         status = self._core.step(max(0.0, t - self._core.time))
         if walking:
-            self._landings.observe(status.t, status.phase, sample, self._measured if tick else None)
+            self._landings.observe(status.t, status.phase, self._loads, self._measured if tick else None)
         if status.result is not None:
             results.append(self._checked(status.result))
         if tick and status.support_foot is not None and self._measured is not None:
