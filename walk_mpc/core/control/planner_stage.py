@@ -394,7 +394,8 @@ class PlannerStage:
             return PlannerTick(status=PlannerStatus.PLANNER_ERROR)
         self._last_tick_ns = now
         ahead, self._ahead = self._ahead, None
-        far = self._out_of_reach(out)
+        announced = ahead is not None and ahead[0] is out  # the solve announced ahead (checked then)
+        far = "" if announced else self._out_of_reach(out)
         if far:
             self._out_of_reach_ticks += 1
             self._resync = f"the reference at t = {out.t:.3f} s was out of reach"
@@ -409,7 +410,7 @@ class PlannerStage:
         self._ticks += 1
         self._prepared_ticks += self._planner.last_step_prepared
         self._last_output = out
-        if ahead is not None and ahead[0] is out:  # the solve announced ahead: the same reference
+        if announced:  # the same reference
             reference = ahead[1]
         else:
             reference = self._reference(now, out)

@@ -189,6 +189,10 @@ class MpcPlanner:
         """Planned CoM state (3, 2) at time ``t`` [s] (before feedback)."""
         if self._plan is None:
             raise InputError("t", t, "a time after the first step() call")
+        prepared = self._prepared
+        if (prepared is not None and prepared.t == t and prepared.timeline is self._timeline
+                and prepared.plan_before is self._plan):
+            return prepared.output.initial_state.copy()  # the same integration, done by prepare()
         return self._plan.state_at(t - self._plan.t_start)
 
     def step(self, t: float, measured_com: Optional[np.ndarray] = None) -> PlannerOutput:
