@@ -113,13 +113,14 @@ class Client:
         from rclpy.action import ActionClient
         from rclpy.executors import SingleThreadedExecutor
         from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-        from std_msgs.msg import Bool
+        from std_msgs.msg import Bool, Float64MultiArray
 
         from walk_mpc.action import Walk
         from walk_mpc.msg import FootstepPlan, SensorState, TickTiming, WalkFeedback
         from walk_mpc.srv import QueueSteps
 
         self.Walk, self.QueueSteps, self.TickTiming, self.Bool = Walk, QueueSteps, TickTiming, Bool
+        self.Float64MultiArray = Float64MultiArray
         ns = namespace.rstrip("/")
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
@@ -140,6 +141,7 @@ class Client:
         self.mpc_pub = self.node.create_publisher(TickTiming, f"{ns}/mpc/timing", reliable)
         self.ik_pub = self.node.create_publisher(TickTiming, f"{ns}/ik/timing", reliable)
         self.fall_pub = self.node.create_publisher(Bool, f"{ns}/sim/fall", latched)
+        self.deadline_pub = self.node.create_publisher(Float64MultiArray, f"{ns}/sim/deadlines", latched)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self._thread = threading.Thread(target=self._spin, daemon=True)
@@ -156,6 +158,7 @@ class Client:
                    and self.action.server_is_ready() and self.queue.service_is_ready()
                    and self.sensor_pub.get_subscription_count() >= 1
                    and self.fall_pub.get_subscription_count() >= 1
+                   and self.deadline_pub.get_subscription_count() >= 1
                    and self.mpc_pub.get_subscription_count() >= 1
                    and self.ik_pub.get_subscription_count() >= 1, "the node's endpoints", process)
 
@@ -407,12 +410,16 @@ def test_queue_steps_streams_an_open_goal_in_windows_of_four(standing, walk_node
     ("mpc", WalkErrorCode.PLANNER_FAILURE),
     ("ik", WalkErrorCode.IK_FAILURE),
     ("fall", WalkErrorCode.FALL_DETECTED),
+    ("deadlines", WalkErrorCode.DEADLINES_MISSED),
 ])
 def test_failure_reported_by_the_graph_aborts_the_walk(standing, walk_node, goal_status, source, code):
     goal = standing.send(straight(1, 10), process=walk_node)
     goal.wait_feedback(lambda fb: fb.walk.status_flags & STEPPING, "stepping", walk_node)
     if source == "fall":
         standing.fall_pub.publish(standing.Bool(data=True))
+    elif source == "deadlines":  # the sim's totals [missed, measured, share]; a malformed one is logged
+        for data in ([1.0], [0.0, 1000.0, 0.0], [0.5, 1050.0, 0.0], [40.0, 1100.0, 0.036]):
+            standing.deadline_pub.publish(standing.Float64MultiArray(data=data))
     else:
         timing = standing.TickTiming(component=source, status=3)
         (standing.mpc_pub if source == "mpc" else standing.ik_pub).publish(timing)
@@ -431,6 +438,8 @@ def test_failure_reported_by_the_graph_aborts_the_walk(standing, walk_node, goal
             if result.error_code != WalkErrorCode.FALL_DETECTED:
                 break
         assert (status, result.error_code) == (goal_status.STATUS_SUCCEEDED, WalkErrorCode.NONE)
+    elif source == "deadlines":
+        assert "40 of the last 100 sensor samples missed their control deadline" in result.error_msg
     else:
         name = "mpc_planner reported PLANNER_ERROR" if source == "mpc" else "ik reported TARGETS_ERROR"
         assert name in result.error_msg, result.error_msg  # the component and the cause, not a bare number

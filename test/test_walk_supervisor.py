@@ -168,3 +168,49 @@ def test_an_ik_safe_stopping_blames_the_planner(sample):
     (result,) = [r for o in outputs for r in o.results]
     assert result.error_code == WalkErrorCode.PLANNER_FAILURE
     assert "is the mpc_planner running?" in result.error_msg
+
+
+def test_missed_deadlines_beyond_the_share_end_the_walk_with_deadlines_missed(sample):
+    supervisor = make(max_missed_deadline_share=0.3, deadline_window=100)
+    ns, _ = run(supervisor, sample, 100 * NS, 5)
+    assert supervisor.submit_goal(b"g", steps(), True, ns)[0].accepted
+    assert supervisor.deadlines(0, 0).results == ()
+    missed = measured = 0
+    # 30 % over a second (the limit, not beyond it) walks on; the reports come at each miss and every 100
+    for k in range(300):
+        measured += 1
+        missed += k % 10 < 3
+        output = supervisor.deadlines(missed, measured)
+        assert not output.results and supervisor.behavior.status.result is None
+    ns, outputs = run(supervisor, sample, ns, 5)
+    assert supervisor.walking
+    for _ in range(35):  # a burst: 35 of the last 100 late
+        measured += 1
+        missed += 1
+        supervisor.deadlines(missed, measured)
+    ns, outputs = run(supervisor, sample, ns, 300)  # the swinging step ends, catch, stand
+    (result,) = [r for o in outputs for r in o.results]
+    assert result.error_code == WalkErrorCode.DEADLINES_MISSED
+    assert "of the last 100 sensor samples missed their control deadline" in result.error_msg
+    assert "sim/deadlines" in result.error_msg
+    assert supervisor.behavior.behavior is Behavior.STAND
+
+
+def test_deadline_counts_are_validated_and_a_restarted_counter_counts_afresh(sample):
+    from walk_mpc.core.errors import InputError
+
+    supervisor = make(deadline_window=10)
+    for bad in ((1.5, 2), (-1, 2), (3, 2), (True, 2)):
+        with pytest.raises(InputError):
+            supervisor.deadlines(*bad)
+    ns, _ = run(supervisor, sample, 100 * NS, 5)
+    supervisor.deadlines(8, 1000)  # a loaded start, before the walk
+    assert supervisor.submit_goal(b"g", steps(), True, ns)[0].accepted
+    assert supervisor.deadlines(0, 5).results == ()  # the sim restarted: totals went down
+    for measured in range(6, 40):
+        supervisor.deadlines(0, measured)
+    assert supervisor.walking and supervisor.behavior.status.result is None
+    with pytest.raises(ParameterError, match="max_missed_deadline_share"):
+        WalkSupervisorParameters(max_missed_deadline_share=1.5)
+    with pytest.raises(ParameterError, match="deadline_window"):
+        WalkSupervisorParameters(deadline_window=0)

@@ -96,7 +96,7 @@ from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.clock import Clock, ClockType
 from rclpy.qos import QoSProfile, ReliabilityPolicy
-from std_msgs.msg import Bool
+from std_msgs.msg import Bool, Float64MultiArray
 
 from walk_mpc.action import Walk
 from walk_mpc.core.body.robot import RobotModel
@@ -108,7 +108,7 @@ from walk_mpc.core.control.walk_supervisor import (
     WalkSupervisorParameters,
     goal_name,
 )
-from walk_mpc.core.errors import InvalidStepError, ParameterError, WalkMpcError
+from walk_mpc.core.errors import InputError, InvalidStepError, ParameterError, WalkMpcError
 from walk_mpc.core.params import check_int_range, check_positive
 from walk_mpc.core.walk.behavior import (
     NUM_REQUIRED_WALK_STEPS,
@@ -180,6 +180,11 @@ class WalkBehaviorNodeParameters:
         link_timeout: Steady or sensor time without a watched component's timing that ends a walk [s].
         landings: Touchdowns seen in the sole contact forces (a walk succeeds only when its steps were
             measured landing, each sole within tolerance).
+        deadline_topic: The hardware's deadline accounting (std_msgs/Float64MultiArray ``[missed, measured,
+            share]``, the sim node's ``sim/deadlines``); '' = not watched.
+        max_missed_deadline_share: Share of missed control deadlines over ``deadline_window`` samples beyond
+            which a walk ends (DEADLINES_MISSED); 1.0 never ends one.
+        deadline_window: Number of measured samples the share is taken over (100 = 1 s at 10 ms).
     """
 
     behavior: WalkBehavior.Parameters = dataclasses.field(default_factory=WalkBehavior.Parameters)
@@ -203,6 +208,9 @@ class WalkBehaviorNodeParameters:
     watch_links: Tuple[str, ...] = ()
     link_timeout: float = 0.3
     landings: LandingParameters = dataclasses.field(default_factory=LandingParameters)
+    deadline_topic: str = "sim/deadlines"
+    max_missed_deadline_share: float = 0.3
+    deadline_window: int = 100
 
     def __post_init__(self) -> None:
         if not isinstance(self.behavior, WalkBehavior.Parameters):
@@ -231,6 +239,9 @@ class WalkBehaviorNodeParameters:
         if unknown:
             raise ParameterError("watch_links", list(self.watch_links), f"names among {sorted(LINK_ERRORS)}")
         check_positive("link_timeout", self.link_timeout)
+        if not isinstance(self.deadline_topic, str):
+            raise ParameterError("deadline_topic", self.deadline_topic, "a topic name, or '' for none")
+        self.supervisor  # noqa: B018  (the supervisor's own checks: deadline share and window)
 
     @property
     def initial_feet(self) -> Tuple[FootPose, FootPose]:
@@ -246,7 +257,9 @@ class WalkBehaviorNodeParameters:
             behavior=self.behavior, control_period=self.control_period, sensor_timeout=self.sensor_timeout,
             initial_feet=self.initial_feet, watch_links=self.watch_links, link_timeout=self.link_timeout,
             link_topics=tuple(topics[name] for name in self.watch_links), sensor_topic=self.sensor_topic,
-            fall_topic=self.fall_topic, landings=self.landings)
+            fall_topic=self.fall_topic, landings=self.landings,
+            max_missed_deadline_share=self.max_missed_deadline_share, deadline_window=self.deadline_window,
+            deadline_topic=self.deadline_topic or "sim/deadlines")
 
 
 class _NextWakeUp:
@@ -361,11 +374,16 @@ class WalkBehaviorNode(GraphNode):
             callback_group=self._events_group)
         self._fall_sub = self.create_subscription(
             Bool, params.fall_topic, self._on_fall, latched, callback_group=self._events_group)
+        self._deadline_sub = (self.create_subscription(
+            Float64MultiArray, params.deadline_topic, self._on_deadlines, latched,
+            callback_group=self._events_group) if params.deadline_topic else None)
         self._service = self.create_service(
             QueueSteps, params.queue_steps_service, self._on_queue_steps, callback_group=self._events_group)
         names = {"sensor_topic": self._sensor_sub.topic_name, "fall_topic": self._fall_sub.topic_name,
                  "link_topics": tuple({"mpc_planner": self._mpc_sub, "ik": self._ik_sub}[name].topic_name
                                       for name in params.watch_links)}
+        if self._deadline_sub is not None:
+            names["deadline_topic"] = self._deadline_sub.topic_name
         # Plan ids of this run start from the wall clock (ms, modulo 2^31): a restarted walk_behavior does not
         # reuse the ids its previous run gave to the plans the other nodes still follow.
         names["first_plan_id"] = 1 + (time.time_ns() // 1_000_000) % (2**31 - 2**20)
@@ -537,6 +555,16 @@ class WalkBehaviorNode(GraphNode):
         steady = self._steady_ns()
         self._guarded(f"{component} timing", lambda: self._supervisor.report(
             component, int(msg.status), stamp_ns(msg.header.stamp), steady_ns=steady))
+
+    def _on_deadlines(self, msg: Float64MultiArray) -> None:
+        def deadlines() -> SupervisorOutput:
+            if len(msg.data) < 2:
+                raise InputError("data", list(msg.data), "[missed, measured, share]")
+            missed, measured = (int(v) if math.isfinite(v) and float(v).is_integer() else v
+                                for v in msg.data[:2])
+            return self._supervisor.deadlines(missed, measured)
+
+        self._guarded("deadline accounting", deadlines)
 
     def _on_fall(self, msg: Bool) -> None:
         self._guarded("fall message", lambda: self._supervisor.fall(bool(msg.data)))

@@ -19,6 +19,11 @@
   each tick (:meth:`report`). While walking, a component silent for ``link_timeout`` of steady time or of
   sensor time ends the walk ("no ik/timing for 0.30 s: is the ik running?"), and a goal is refused while
   one is silent; a component reporting a failure ends it too, with its reason.
+* **Deadlines** (:meth:`deadlines`): the hardware's count of samples whose command came after the next
+  sample was due (the sim node's ``sim/deadlines``). While walking, when more than
+  ``max_missed_deadline_share`` of the last ``deadline_window`` samples missed their deadline, the walk
+  ends (DEADLINES_MISSED: the swinging step finishes, then catch and Stand) rather than walk on stale
+  commands.
 * **Plans**: a changed timeline or behavior gives a new :class:`~walk_mpc.core.control.types.WalkPlan`
   (``plan_id`` + 1, stamped at the timeline's t = 0); in Stand after a walk, the final feet without steps.
 
@@ -43,7 +48,7 @@ from walk_mpc.core.control.types import (
     default_log,
     optional_steady,
 )
-from walk_mpc.core.errors import ParameterError, WalkMpcError
+from walk_mpc.core.errors import InputError, ParameterError, WalkMpcError
 from walk_mpc.core.params import check_positive
 from walk_mpc.core.sensors import SensorSample, check_sample
 from walk_mpc.core.walk.behavior import (
@@ -85,6 +90,10 @@ class WalkSupervisorParameters:
         fall_topic: Name of the fall detector's output, for the messages.
         first_plan_id: ``plan_id`` of the first plan (a restarted node should not reuse the ids of its
             previous run: the consumers install a plan whose id differs from the one they follow).
+        max_missed_deadline_share: Share of missed control deadlines over ``deadline_window`` samples
+            beyond which a walk ends (DEADLINES_MISSED); 1.0 never ends one.
+        deadline_window: Number of measured samples [-] the share is taken over (100 = 1 s at 10 ms).
+        deadline_topic: Name of the deadline accounting input, for the messages.
     """
 
     behavior: WalkBehavior.Parameters = dataclasses.field(default_factory=WalkBehavior.Parameters)
@@ -99,6 +108,9 @@ class WalkSupervisorParameters:
     sensor_topic: str = "sensor_state"
     fall_topic: str = "fall"
     first_plan_id: int = 1
+    max_missed_deadline_share: float = 0.3
+    deadline_window: int = 100
+    deadline_topic: str = "sim/deadlines"
 
     def __post_init__(self) -> None:
         if not isinstance(self.behavior, WalkBehavior.Parameters):
@@ -122,6 +134,12 @@ class WalkSupervisorParameters:
             raise ParameterError("first_plan_id", self.first_plan_id, "an integer in [1, 2^31)")
         if not isinstance(self.landings, LandingParameters):
             raise ParameterError("landings", self.landings, "a LandingParameters")
+        share = self.max_missed_deadline_share
+        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0.0 <= share <= 1.0:
+            raise ParameterError("max_missed_deadline_share", share, "a share in [0, 1]")
+        window = self.deadline_window
+        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+            raise ParameterError("deadline_window", window, "a positive number of samples")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,6 +215,7 @@ class WalkSupervisor:
         self._plan_walking: Optional[bool] = None
         self._rejecting = ""
         self._links = {name: _Link(topic) for name, topic in self._topics.items()}
+        self._deadline_counts: list = []  # (measured, missed) totals reported, oldest first
         self.rejected_samples = 0
 
     # ------------------------------------------------------------------ read-only state
@@ -440,6 +459,39 @@ class WalkSupervisor:
                     and steady_ns - link.steady_ns > self._link_ns):
                 return self._silence(name, (steady_ns - link.steady_ns) / NS_PER_S)
         return None
+
+    def deadlines(self, missed: int, measured: int) -> SupervisorOutput:
+        """The hardware's deadline accounting: totals of ``missed`` deadlines over ``measured`` samples
+        since it started (totals that go down: a restarted counter, counted afresh). While walking, a share
+        of misses over the last ``deadline_window`` samples above ``max_missed_deadline_share`` ends the walk
+        (DEADLINES_MISSED).
+
+        Raises:
+            InputError: Counts that are not integers with ``0 <= missed <= measured`` (nothing changed).
+        """
+        for name, value in (("missed", missed), ("measured", measured)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InputError(name, value, "a count (integer >= 0)")
+        if missed > measured:
+            raise InputError("missed", missed, f"at most the {measured} samples measured")
+        counts = self._deadline_counts
+        if counts and (measured < counts[-1][0] or missed < counts[-1][1]):
+            counts.clear()  # the counter restarted
+        counts.append((measured, missed))
+        window = self.params.deadline_window
+        while len(counts) > 1 and measured - counts[1][0] >= window:
+            counts.pop(0)  # counts[0] is the newest total at least a window back
+        span = measured - counts[0][0]
+        if span < window or not self.walking:
+            return SupervisorOutput()
+        share = (missed - counts[0][1]) / span
+        if share <= self.params.max_missed_deadline_share:
+            return SupervisorOutput()
+        return self.abort(WalkErrorCode.DEADLINES_MISSED,
+                          f"{missed - counts[0][1]} of the last {span} sensor samples missed their control "
+                          f"deadline ({100 * share:.0f} % > max_missed_deadline_share "
+                          f"{100 * self.params.max_missed_deadline_share:.0f} %, '{self.params.deadline_topic}'):"
+                          " the commands are stale, is the machine overloaded?")
 
     def fall(self, fallen: bool) -> SupervisorOutput:
         """The fall detector's state: a fall ends the walk (FALL_DETECTED) and refuses goals until cleared."""

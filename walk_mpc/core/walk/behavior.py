@@ -97,6 +97,7 @@ class WalkErrorCode(enum.IntEnum):
     SENSOR_TIMEOUT = 8
     FALL_DETECTED = 9
     LANDING_NOT_MEASURED = 10  # the clock completed the steps, the contact forces did not see them land
+    DEADLINES_MISSED = 11  # too many commands came after their control deadline (the sim's deadlines)
 
 
 @dataclasses.dataclass(frozen=True)
