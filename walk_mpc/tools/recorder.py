@@ -1,14 +1,24 @@
 """Record ROS 2 topics to MCAP with ROS 2 (CDR) serialization, openable by Foxglove and ``ros2 bag``.
 
 Library: ``McapRecorder(path).write(topic, type_name, msg, stamp_ns)``; node: ``RecorderNode(path, topics)``.
-Schemas are the ``ros2msg`` definitions read from the installed ``share/<pkg>/msg/*.msg`` files, with their
-dependencies appended the way rosbag2 does.
+Schemas are named by the ROS 2 type (``pkg/msg/Type``, as rosbag2 names them) and hold the ``ros2msg``
+definitions read from the installed ``share/<pkg>/msg/*.msg`` files, with their dependencies appended the way
+rosbag2 does.
+
+The robot model: ``RecorderNode(..., robot_frames=RobotFrames(...))`` also writes ``/robot_description``
+(``std_msgs/msg/String``, the URDF, once at start) and ``/tf`` (``tf2_msgs/msg/TFMessage``: the transforms
+of every link, computed from each recorded ``sensor_state`` sample by
+:class:`~walk_mpc.core.body.frames.RobotFrames`), so that Foxglove shows the robot walking. ``tf2_msgs`` need
+not be installed (the PyPI wheels lack it): the message is encoded here (:func:`tf_message_cdr`) and its
+schema is the standard definition (:data:`TF_MESSAGE_DEFINITION`) with its installed geometry_msgs
+dependencies.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import struct
 import threading
 import time
 from pathlib import Path
@@ -17,13 +27,25 @@ from typing import Dict, Iterable, List, Optional, Tuple
 from mcap.writer import CompressionType, Writer
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
-from rclpy.serialization import serialize_message
+from rclpy.serialization import deserialize_message, serialize_message
+from std_msgs.msg import String
 
+from walk_mpc.core.body.frames import RobotFrames, TransformTree
+from walk_mpc.core.errors import WalkMpcError
+from walk_mpc.nodes.conversions import sensor_sample_from_msg
+from walk_mpc.nodes.conversions import stamp_ns as message_stamp_ns
 from walk_mpc.tools.msgdict import message_type
 
 PRIMITIVES = {"bool", "byte", "char", "float32", "float64", "int8", "uint8", "int16", "uint16", "int32",
               "uint32", "int64", "uint64", "string", "wstring"}
 SEPARATOR = "=" * 80
+
+#: The TF message type, and its definition (tf2_msgs/msg/TFMessage.msg), for installs without tf2_msgs.
+TF_TYPE = "tf2_msgs/msg/TFMessage"
+TF_MESSAGE_DEFINITION = "geometry_msgs/TransformStamped[] transforms\n"
+#: Definitions written here, used when no installed package has them.
+KNOWN_DEFINITIONS = {TF_TYPE: TF_MESSAGE_DEFINITION}
+DESCRIPTION_TYPE = "std_msgs/msg/String"
 
 
 def _share_directories() -> List[Path]:
@@ -68,8 +90,16 @@ def _dependencies(type_name: str, text: str) -> List[str]:
 
 
 def msgdef_text(type_name: str) -> str:
-    """The ros2msg schema of ``type_name`` ('pkg/msg/Type'): its definition then each dependency's."""
-    root = msg_file(type_name).read_text()
+    """The ros2msg schema of ``type_name`` ('pkg/msg/Type'): its definition then each dependency's.
+
+    A type of :data:`KNOWN_DEFINITIONS` that no prefix installs takes the definition written here.
+    """
+    try:
+        root = msg_file(type_name).read_text()
+    except FileNotFoundError:
+        if type_name not in KNOWN_DEFINITIONS:
+            raise
+        root = KNOWN_DEFINITIONS[type_name]
     parts, seen, queue = [root], {type_name}, _dependencies(type_name, root)
     while queue:
         dep = queue.pop(0)
@@ -101,7 +131,7 @@ class McapRecorder:
         if key not in self._channels:
             if type_name not in self._schemas:
                 self._schemas[type_name] = self._writer.register_schema(
-                    name=type_name.replace("/msg/", "/"), encoding="ros2msg",
+                    name=type_name, encoding="ros2msg",
                     data=msgdef_text(type_name).encode())
             self._channels[key] = self._writer.register_channel(
                 topic=topic if topic.startswith("/") else f"/{topic}", message_encoding="cdr",
@@ -117,6 +147,17 @@ class McapRecorder:
         self._sequence += 1
         self.count += 1
 
+    def write_transforms(self, topic: str, tree: TransformTree, stamp_ns: int,
+                         sample_stamp_ns: Optional[int] = None) -> None:
+        """Write a transform tree as one ``tf2_msgs/msg/TFMessage`` on ``topic``, logged at ``stamp_ns`` [ns];
+        each transform's ``header.stamp`` is ``sample_stamp_ns`` (default ``stamp_ns``)."""
+        header_ns = stamp_ns if sample_stamp_ns is None else sample_stamp_ns
+        self.write(topic, TF_TYPE, tf_message_cdr(tree, header_ns), stamp_ns)
+
+    def write_description(self, topic: str, urdf: str, stamp_ns: Optional[int] = None) -> None:
+        """Write the robot description (URDF text) as a ``std_msgs/msg/String`` on ``topic``."""
+        self.write(topic, DESCRIPTION_TYPE, String(data=urdf), stamp_ns)
+
     def topics(self) -> set:
         """Topics written so far (each has its channel from its first message on)."""
         return {topic for topic, _ in self._channels}
@@ -131,6 +172,37 @@ class McapRecorder:
         if not self._stream.closed:
             self._writer.finish()
             self._stream.close()
+
+
+def _align(buffer: bytearray, size: int) -> None:
+    """Pad to a multiple of ``size`` from the start of the CDR payload (after the 4-byte header)."""
+    buffer.extend(b"\0" * (-(len(buffer) - 4) % size))
+
+
+def _cdr_string(buffer: bytearray, text: bytes) -> None:
+    _align(buffer, 4)
+    buffer.extend(struct.pack("<I", len(text) + 1))
+    buffer.extend(text)
+    buffer.append(0)
+
+
+def tf_message_cdr(tree: TransformTree, stamp_ns: int) -> bytes:
+    """CDR (little endian) bytes of a ``tf2_msgs/msg/TFMessage`` holding every transform of ``tree``, each
+    stamped ``stamp_ns`` [ns] (what ``serialize_message`` makes of the message, without tf2_msgs)."""
+    sec, nanosec = divmod(int(stamp_ns), 1_000_000_000)
+    stamp = struct.pack("<iI", sec, nanosec)
+    buffer = bytearray(b"\x00\x01\x00\x00")  # CDR_LE encapsulation
+    buffer.extend(struct.pack("<I", len(tree)))
+    values = [struct.pack("<7d", *t, *r) for t, r in zip(tree.translations.tolist(),
+                                                         tree.rotations_xyzw.tolist())]
+    for parent, child, pose in zip(tree.parents, tree.children, values):
+        _align(buffer, 4)
+        buffer.extend(stamp)  # header.stamp (int32 sec, uint32 nanosec)
+        _cdr_string(buffer, parent.encode())  # header.frame_id
+        _cdr_string(buffer, child.encode())  # child_frame_id
+        _align(buffer, 8)
+        buffer.extend(pose)  # transform.translation (x, y, z), transform.rotation (x, y, z, w)
+    return bytes(buffer)
 
 
 def type_name_of(cls) -> str:
@@ -152,28 +224,67 @@ class RecorderNode(Node):
     :mod:`walk_mpc.tools.spin_thread`). The file is finished after the subscriptions are gone; a message
     callback that still runs then is dropped.
 
+    With ``robot_frames``, the recording also holds the robot model (see the module docstring):
+    ``description_topic`` once at start, and ``tf_topic`` for each message on ``sensor_topic`` (which must be
+    among ``topics``, as ``walk_mpc/msg/SensorState``), its transforms stamped with the sample's stamp. A
+    sample the frames refuse is skipped and counted (:attr:`tf_rejected`). Give no ``robot_frames`` when
+    ``tf`` itself is recorded (a ROS 2 install with tf2_msgs, where the robot_state node publishes it).
+
     Args:
         path: Output file.
         topics: (topic, 'pkg/msg/Type' or message class, QoS profile or depth) triples.
+        robot_frames: The robot's transform tree, to record ``/tf`` and ``/robot_description``.
+        sensor_topic: The SensorState topic the transforms are computed from.
+        tf_topic: Topic of the transforms in the recording.
+        description_topic: Topic of the URDF in the recording.
     """
 
-    def __init__(self, path: os.PathLike, topics: Iterable[Tuple[str, object, object]], **kwargs) -> None:
+    def __init__(self, path: os.PathLike, topics: Iterable[Tuple[str, object, object]],
+                 robot_frames: Optional[RobotFrames] = None, sensor_topic: str = "sensor_state",
+                 tf_topic: str = "tf", description_topic: str = "robot_description", **kwargs) -> None:
         super().__init__("walk_mpc_recorder", **kwargs)
         self.recorder = McapRecorder(path)
         self._lock = threading.Lock()  # closing the file vs writing a message
         self._subscriptions_by_topic = {}
+        self._frames = robot_frames
+        self._tf_topic = tf_topic
+        self.tf_rejected = 0  # sensor samples whose transforms could not be computed
+        self._sensor_class = None
         for topic, msg_type, qos in topics:
             cls = message_type(msg_type) if isinstance(msg_type, str) else msg_type
             name = type_name_of(cls)
+            record = self._record
+            if robot_frames is not None and topic.strip("/") == sensor_topic.strip("/"):
+                self._sensor_class = cls
+                record = self._record_with_tf
             self._subscriptions_by_topic[topic] = self.create_subscription(
-                cls, topic, lambda msg, t=topic, n=name: self._record(t, n, msg),
+                cls, topic, lambda msg, t=topic, n=name, r=record: r(t, n, msg),
                 qos if isinstance(qos, (QoSProfile, int)) else 10, raw=True)
+        if robot_frames is not None:
+            if self._sensor_class is None:
+                raise ValueError(f"robot_frames needs the sensor topic '{sensor_topic}' among the topics")
+            self.recorder.write_description(description_topic, robot_frames.description(),
+                                            self.get_clock().now().nanoseconds)
 
     def _record(self, topic: str, type_name: str, msg) -> None:
         stamp_ns = self.get_clock().now().nanoseconds
         with self._lock:
             if not self.recorder.closed:
                 self.recorder.write(topic, type_name, msg, stamp_ns)
+
+    def _record_with_tf(self, topic: str, type_name: str, msg) -> None:
+        """Record a SensorState sample and the transforms of the robot it measures."""
+        self._record(topic, type_name, msg)
+        try:
+            state = deserialize_message(msg, self._sensor_class)
+            tree = self._frames.observe(sensor_sample_from_msg(state))
+        except (WalkMpcError, ValueError, TypeError):
+            self.tf_rejected += 1
+            return
+        now, sample_ns = self.get_clock().now().nanoseconds, message_stamp_ns(state.header.stamp)
+        with self._lock:
+            if not self.recorder.closed:
+                self.recorder.write_transforms(self._tf_topic, tree, now, sample_ns)
 
     def silent_topics(self) -> List[str]:
         """Topics nothing was recorded from yet (e.g. their publishers not discovered yet)."""
