@@ -110,7 +110,7 @@ def test_tf_message_bytes_equal_rclpy_serialization_where_tf2_msgs_is_installed(
     from geometry_msgs.msg import TransformStamped
     from rclpy.serialization import serialize_message
 
-    from walk_mpc.tools.recorder import tf_message_cdr
+    from walk_mpc.nodes.robot_state import tf_message_cdr
 
     tree = talos_frames.observe(_talos_sample())
     msg = tf2_msgs.TFMessage()

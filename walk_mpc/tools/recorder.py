@@ -9,16 +9,15 @@ The robot model: ``RecorderNode(..., robot_frames=RobotFrames(...))`` also write
 (``std_msgs/msg/String``, the URDF, once at start) and ``/tf`` (``tf2_msgs/msg/TFMessage``: the transforms
 of every link, computed from each recorded ``sensor_state`` sample by
 :class:`~walk_mpc.core.body.frames.RobotFrames`), so that Foxglove shows the robot walking. ``tf2_msgs`` need
-not be installed (the PyPI wheels lack it): the message is encoded here (:func:`tf_message_cdr`) and its
-schema is the standard definition (:data:`TF_MESSAGE_DEFINITION`) with its installed geometry_msgs
-dependencies.
+not be installed (the PyPI wheels lack it): the message is encoded by
+:func:`~walk_mpc.nodes.robot_state.tf_message_cdr` and its schema is the standard definition
+(``TF_MESSAGE_DEFINITION``) with its installed geometry_msgs dependencies.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import struct
 import threading
 import time
 from pathlib import Path
@@ -34,15 +33,13 @@ from walk_mpc.core.body.frames import RobotFrames, TransformTree
 from walk_mpc.core.errors import WalkMpcError
 from walk_mpc.nodes.conversions import sensor_sample_from_msg
 from walk_mpc.nodes.conversions import stamp_ns as message_stamp_ns
+from walk_mpc.nodes.robot_state import TF_MESSAGE_DEFINITION, TF_TYPE, tf_message_cdr
 from walk_mpc.tools.msgdict import message_type
 
 PRIMITIVES = {"bool", "byte", "char", "float32", "float64", "int8", "uint8", "int16", "uint16", "int32",
               "uint32", "int64", "uint64", "string", "wstring"}
 SEPARATOR = "=" * 80
 
-#: The TF message type, and its definition (tf2_msgs/msg/TFMessage.msg), for installs without tf2_msgs.
-TF_TYPE = "tf2_msgs/msg/TFMessage"
-TF_MESSAGE_DEFINITION = "geometry_msgs/TransformStamped[] transforms\n"
 #: Definitions written here, used when no installed package has them.
 KNOWN_DEFINITIONS = {TF_TYPE: TF_MESSAGE_DEFINITION}
 DESCRIPTION_TYPE = "std_msgs/msg/String"
@@ -172,37 +169,6 @@ class McapRecorder:
         if not self._stream.closed:
             self._writer.finish()
             self._stream.close()
-
-
-def _align(buffer: bytearray, size: int) -> None:
-    """Pad to a multiple of ``size`` from the start of the CDR payload (after the 4-byte header)."""
-    buffer.extend(b"\0" * (-(len(buffer) - 4) % size))
-
-
-def _cdr_string(buffer: bytearray, text: bytes) -> None:
-    _align(buffer, 4)
-    buffer.extend(struct.pack("<I", len(text) + 1))
-    buffer.extend(text)
-    buffer.append(0)
-
-
-def tf_message_cdr(tree: TransformTree, stamp_ns: int) -> bytes:
-    """CDR (little endian) bytes of a ``tf2_msgs/msg/TFMessage`` holding every transform of ``tree``, each
-    stamped ``stamp_ns`` [ns] (what ``serialize_message`` makes of the message, without tf2_msgs)."""
-    sec, nanosec = divmod(int(stamp_ns), 1_000_000_000)
-    stamp = struct.pack("<iI", sec, nanosec)
-    buffer = bytearray(b"\x00\x01\x00\x00")  # CDR_LE encapsulation
-    buffer.extend(struct.pack("<I", len(tree)))
-    values = [struct.pack("<7d", *t, *r) for t, r in zip(tree.translations.tolist(),
-                                                         tree.rotations_xyzw.tolist())]
-    for parent, child, pose in zip(tree.parents, tree.children, values):
-        _align(buffer, 4)
-        buffer.extend(stamp)  # header.stamp (int32 sec, uint32 nanosec)
-        _cdr_string(buffer, parent.encode())  # header.frame_id
-        _cdr_string(buffer, child.encode())  # child_frame_id
-        _align(buffer, 8)
-        buffer.extend(pose)  # transform.translation (x, y, z), transform.rotation (x, y, z, w)
-    return bytes(buffer)
 
 
 def type_name_of(cls) -> str:
