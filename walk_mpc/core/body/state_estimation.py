@@ -37,7 +37,9 @@ class MeasuredState:
         com_position: Centre of mass [m], shape (3,).
         com_velocity: CoM velocity [m/s], shape (3,), or None without joint velocities.
         feet: Sole poses by foot frame name (position [m], yaw [rad]), in ``RobotModel.foot_frames`` order.
-        base_source: ``"estimate"`` (base pose given) or ``"anchor"`` (placed by an anchored sole).
+        base_source: ``"estimate"`` (base pose given), ``"anchor"`` (placed by an anchored sole) or
+            ``"imu"`` (IMU orientation, leg kinematics of the soles in contact:
+            :func:`estimate_state_from_imu`).
     """
 
     configuration: np.ndarray
@@ -216,4 +218,98 @@ def estimate_state(
     return MeasuredState(q, com, velocity, feet, source)
 
 
-__all__ = ["MeasuredState", "estimate_state"]
+def estimate_state_from_imu(
+    robot: RobotModel,
+    joint_names: Sequence[str],
+    joint_positions: Sequence[float],
+    imu_frame: str,
+    imu_orientation_xyzw: Sequence[float],
+    anchors: Mapping[str, tuple],
+    joint_velocities: Optional[Sequence[float]] = None,
+    imu_angular_velocity: Optional[Sequence[float]] = None,
+) -> MeasuredState:
+    """Robot state without the simulator's truth: base orientation from the IMU, base position and velocity
+    from the leg kinematics of the soles in contact (what a real robot measures).
+
+    The base is rotated so that ``imu_frame`` has the IMU's orientation, then translated so that the soles
+    of ``anchors`` are where the caller knows them (their positions, weighted: the force each carries); its
+    linear velocity keeps those soles still (weighted mean of the velocities each still sole implies), its
+    angular velocity is the gyro's.
+
+    Args:
+        robot: Robot model.
+        joint_names: Joint names of the sample (every actuated joint of the model).
+        joint_positions: Positions [rad], ordered as ``joint_names``.
+        imu_frame: Frame of the IMU in the model.
+        imu_orientation_xyzw: Orientation of the IMU in the world (x, y, z, w).
+        anchors: Sole frame name -> (position [m] (3,) of the sole in the world, weight > 0 [-]).
+        joint_velocities: Velocities [rad/s] ordered as ``joint_names`` (None or empty: no CoM velocity).
+        imu_angular_velocity: Gyro [rad/s] in the IMU frame (None: zero).
+
+    Returns:
+        The measured state (``base_source`` ``"imu"``).
+
+    Raises:
+        InputError: Malformed arrays, no anchor or non-positive weights, a zero quaternion.
+        FrameNotFound: Unknown IMU or sole frame.
+    """
+    if not anchors:
+        raise InputError("anchors", anchors, "at least one sole in contact (frame -> (position, weight))")
+    weights = np.array([float(w) for _, w in anchors.values()])
+    if not np.all(np.isfinite(weights)) or np.any(weights <= 0.0):
+        raise InputError("anchors.weights", weights.tolist(), "finite weights > 0")
+    weights = weights / weights.sum()
+    layout = _layout(robot, joint_names)
+    positions = _joint_values(robot, layout, joint_positions, "joint_pos")
+    if layout.continuous is not None:
+        raise InputError("joint_names", "continuous joints", "one-DoF joints (legged robots)")
+    quaternion = _vector("imu_orientation_xyzw", imu_orientation_xyzw, 4)
+    norm = float(np.linalg.norm(quaternion))
+    if norm < 1e-9:
+        raise InputError("imu_orientation_xyzw", quaternion.tolist(), "a nonzero quaternion (xyzw)")
+    model, data = robot.model, robot.data
+    q = robot.reference_configuration()
+    q[0:7] = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)
+    q[layout.idx_q] = positions
+    pin.framesForwardKinematics(model, data, q)
+    imu_in_base = data.oMf[robot.frame_id(imu_frame)]  # base at the origin: the IMU's placement in the base
+    imu_rotation = pin.Quaternion(*(quaternion / norm)[[3, 0, 1, 2]]).toRotationMatrix()
+    base_rotation = imu_rotation @ imu_in_base.rotation.T
+    offset = np.zeros(3)
+    frames = list(anchors)
+    for frame, weight in zip(frames, weights):
+        sole_in_base = data.oMf[robot.frame_id(frame)].translation
+        anchor = _vector(f"anchors[{frame!r}]", anchors[frame][0], 3)
+        offset += weight * (anchor - base_rotation @ sole_in_base)
+    q[0:3] = offset
+    q[3:7] = pin.Quaternion(base_rotation).normalized().coeffs()
+    velocity = None
+    if joint_velocities is not None and len(joint_velocities):
+        v = np.zeros(robot.nv)
+        v[layout.idx_v] = _joint_values(robot, layout, joint_velocities, "joint_vel")
+        gyro = np.zeros(3) if imu_angular_velocity is None else _vector("imu_angular_velocity",
+                                                                       imu_angular_velocity, 3)
+        v[3:6] = imu_in_base.rotation @ gyro  # angular velocity in the base frame
+        linear = np.zeros(3)
+        pin.computeJointJacobians(model, data, q)
+        for frame, weight in zip(frames, weights):
+            jacobian = pin.getFrameJacobian(model, data, robot.frame_id(frame), pin.LOCAL_WORLD_ALIGNED)[:3]
+            # The sole is still: J[:, :3] v_lin + J[:, 3:] v_rest = 0.
+            linear += weight * np.linalg.solve(jacobian[:, :3], -jacobian[:, 3:] @ v[3:])
+        v[0:3] = linear
+        pin.centerOfMass(model, data, q, v, False)
+        velocity = np.array(data.vcom[0])
+        com = np.array(data.com[0])
+    else:
+        com = np.array(pin.centerOfMass(model, data, q, False))
+    feet = {}
+    for frame in robot.foot_frames:
+        placement = pin.updateFramePlacement(model, data, robot.frame_id(frame))
+        feet[frame] = FootPose(tuple(float(x) for x in placement.translation), yaw_of(placement.rotation))
+    for array in (q, com, velocity):
+        if array is not None:
+            array.flags.writeable = False
+    return MeasuredState(q, com, velocity, feet, "imu")
+
+
+__all__ = ["MeasuredState", "estimate_state", "estimate_state_from_imu"]

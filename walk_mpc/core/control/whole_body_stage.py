@@ -119,6 +119,7 @@ from walk_mpc.core.body.targets import (
     yaw_free,
 )
 from walk_mpc.core.control.planner_stage import GROUND_TOLERANCE
+from walk_mpc.core.control.stabilizer import Stabilizer, StabilizerParameters, sole_rotation
 from walk_mpc.core.control.stamps import StampGuard, StampGuardParameters, StampVerdict, plan_stamp_problem
 from walk_mpc.core.control.types import (
     NS_PER_S,
@@ -183,6 +184,9 @@ class WholeBodyStageParameters:
         max_settle_distance: A foot on the ground farther than this [m] horizontally from the standing pose
             of the plan stays where it is instead of settling there (set as the planner's
             ``resync_distance``, which stands at such a measured sole).
+        stabilizer: The DCM stabilizer (:mod:`~walk_mpc.core.control.stabilizer`): it observes every
+            sample and offsets the targets of the reference-driven ticks (bipeds); disabled, the commands
+            are bit for bit those of the stage without it.
     """
 
     solver: IKSolver.Parameters = dataclasses.field(default_factory=IKSolver.Parameters)
@@ -201,12 +205,14 @@ class WholeBodyStageParameters:
     safe_stop_shift_duration: float = 1.0
     safe_stop_stance_radius: float = 0.03
     max_settle_distance: float = 0.1
+    stabilizer: StabilizerParameters = dataclasses.field(default_factory=StabilizerParameters)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "joint_names", tuple(self.joint_names))
         object.__setattr__(self, "contact_prefixes", tuple(self.contact_prefixes))
         nested = (("solver", IKSolver.Parameters), ("gesture", GestureController.Parameters),
-                  ("support_correction", SupportCorrectionParameters), ("stamps", StampGuardParameters))
+                  ("support_correction", SupportCorrectionParameters), ("stamps", StampGuardParameters),
+                  ("stabilizer", StabilizerParameters))
         for name, cls in nested:
             if not isinstance(getattr(self, name), cls):
                 raise ParameterError(name, getattr(self, name), f"a {cls.__qualname__}")
@@ -422,6 +428,8 @@ class WholeBodyStage:
         self._corrector = SupportCorrector(p.support_correction)
         self._sensor_layouts: dict = {}  # sample joint_names -> (model joints kept, their indices)
         self._contact_layouts: dict = {}  # sample contact_names -> sensor indices of each leg
+        self.stabilizer = Stabilizer(robot, p.stabilizer)
+        self._stabilizing = p.stabilizer.enabled and robot.is_biped
         self.reset()
 
     def reset(self) -> None:
@@ -466,6 +474,8 @@ class WholeBodyStage:
         self.prepared = 0  # support corrections made on arrival of their sample, ahead of the reference
         self.ahead_ticks = 0  # ticks that returned the solution of their announced reference
         self.rejected_samples = 0  # samples (or stamps) rejected
+        self.stabilizer.reset()
+        self._soles: Optional[dict] = None  # Foot -> (position, yaw) of the last tick's sole targets at T
 
     # ------------------------------------------------------------------ read-only state
     @property
@@ -604,6 +614,11 @@ class WholeBodyStage:
             self._samples.popitem(last=False)
         self._initialise()
         stale = self._last_reference_ns is None or now - self._last_reference_ns >= self._timeout_ns
+        if self._stabilizing:
+            if stale or self._safe_stop is not None:
+                self.stabilizer.clear_reference()
+            if self._soles is not None:
+                self.stabilizer.observe(now, sample, self._soles)
         due = self._last_tick_ns is None or now - self._last_tick_ns >= self._period_ns * 99 // 100
         if stale and due:
             return self._sensor_tick(now)
@@ -659,6 +674,8 @@ class WholeBodyStage:
                 return None
             self._skipping = ""
             self._last_reference_ns = now
+            if self._stabilizing:
+                self.stabilizer.set_reference(reference)
             return self._tick(now, times, coms, TickSource.REFERENCE)
         except _Hold as hold:
             self._skipping = ""
@@ -874,6 +891,8 @@ class WholeBodyStage:
         self._last_tick_ns = None
         self._grace_until_ns = now + self._timeout_ns
         self._posture_feet_plan = self._plan_id
+        self.stabilizer.reset()
+        self._soles = None
         self.log.warning(f"{why}: restarting from the measured configuration")
 
     def _after_unseen_outage(self, now: int) -> bool:
@@ -1264,6 +1283,8 @@ class WholeBodyStage:
             if self._settle is not None:
                 targets = self._settled(now, times, targets)
             stance = tuple(range(len(self.robot.foot_frames)))  # every foot on the ground
+        if self._stabilizing:
+            targets = self._stabilized(targets, coms)
         # Initial guess: the last tick's solution at 2T, the posture planned for this tick's T (0-1
         # Gauss-Newton steps instead of 2 while walking); the measured configuration at a support change.
         q_init = self._q if self._q_ahead is None else self._q_ahead
@@ -1276,6 +1297,35 @@ class WholeBodyStage:
             else:
                 q_init = None
         return targets, stance, q_init, resync
+
+    def _stabilized(self, targets: list, coms: list) -> list:
+        """The targets with the stabilizer's offsets (reference-driven ticks: with a CoM); keeps the sole
+        targets at T without offsets (the stabilizer's leg odometry anchors)."""
+        first = targets[0]
+        soles = {}
+        for foot, frame in self._feet.items():
+            key = foot if foot in first.foot_positions else frame
+            if key in first.foot_positions and key in first.foot_rotations:
+                soles[foot] = (first.foot_positions[key], yaw_of(first.foot_rotations[key]), key)
+        if len(soles) != 2:
+            return targets
+        self._soles = {foot: (position, yaw) for foot, (position, yaw, _) in soles.items()}
+        out = self.stabilizer.output
+        if not out.active or coms[0] is None:
+            return targets
+        stabilized = []
+        for target in targets:
+            positions, rotations = dict(target.foot_positions), dict(target.foot_rotations)
+            for foot, (_, _, key) in soles.items():
+                roll, pitch, height = out.sole_offsets[foot]
+                position = np.array(positions[key], dtype=float)
+                position[2] += height
+                positions[key] = position
+                rotations[key] = sole_rotation(yaw_of(rotations[key]), roll, pitch)
+            com = np.asarray(target.com_position, dtype=float) + out.com_offset
+            stabilized.append(IKTargets._trusted(com, positions, rotations, target.torso_orientation,
+                                                 target.posture))
+        return stabilized
 
     def _solve_ahead(self, now: int, times, coms: list, sample: Optional[tuple]) -> None:
         """Solve the tick ``now`` for an announced reference ``(times, coms)`` and keep it for the tick

@@ -1,0 +1,452 @@
+"""DCM stabilizer at the hardware rate: measured DCM and ZMP -> offsets of the whole-body IK's targets.
+
+:class:`Stabilizer` closes the balance loop that the MPC's CoM feedback leaves open between its ticks, on
+what a real robot measures (:class:`~walk_mpc.core.sensors.SensorSample`: joint encoders, IMU, sole contact
+forces; the simulator's base pose only with ``use_base_estimate``). It observes every sample (10 ms) and
+keeps small offsets that :class:`~walk_mpc.core.control.whole_body_stage.WholeBodyStage` adds to the IK
+targets of its ticks; disabled, it is never called and the commands are those of the stage without it.
+
+Each sample (LIPM, ``omega = sqrt(g / h)``, ``h`` the reference CoM height above its ZMP):
+
+1. **Measurement.** Sole forces and centres of pressure from the contact sensors (``<foot>_<corner>``,
+   corners ``fl fr bl br`` at the sole extents); a sole carries weight above ``min_contact_force``. The
+   configuration from the encoders, the base orientation from the IMU and its position from the leg
+   kinematics of the soles in contact, anchored where the IK puts them
+   (:func:`~walk_mpc.core.body.state_estimation.estimate_state_from_imu`); CoM and its velocity, the DCM
+   ``xi = c + c_dot / omega`` (low-pass filtered), the measured ZMP (force-weighted sole CoPs).
+2. **DCM feedback** (Englsberger 2015, Caron 2019): ``p_des = p_ref + (1 + k_p / omega) (xi - xi_ref) +
+   (k_i / omega) I`` with ``I`` the leaky integral of the DCM error, then clamped into the support polygon
+   of the soles in contact (shrunk by ``support_margin``).
+3. **Force distribution** in double support: ``p_des`` projected on the segment between the soles gives
+   each sole's share of the measured total force; the rest of ``p_des`` is each sole's desired CoP.
+4. **Realisation** on position-controlled joints, by admittance (each offset leaks back to zero):
+   * CoM admittance: the CoM target moves at ``-com_admittance (p_des - p_zmp)`` (the CoM accelerating
+     away from a ZMP pushes the ZMP towards it);
+   * ankle (CoP) admittance with damping: each sole in contact rotates (roll, pitch about its own axes)
+     at ``cop_admittance`` times the error of the ankle torque ``tau_measured - tau_desired`` (the sole
+     complies with the ground's torque until its CoP is the desired one); a sole in the air returns flat;
+   * foot force difference control: with both soles loaded, their height difference ``z_L - z_R`` moves at
+     ``force_difference_admittance ((f_L - f_R) - (f_L - f_R)_desired)`` (the sole carrying too much rises:
+     unseen ground heights).
+
+Output: :class:`StabilizerOutput` (read-only), and :meth:`Stabilizer.log` for tracing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Optional
+
+import numpy as np
+
+from walk_mpc.core.body.robot import RobotModel, rotation_z
+from walk_mpc.core.body.state_estimation import estimate_state, estimate_state_from_imu
+from walk_mpc.core.control.types import NS_PER_S, CoMReference
+from walk_mpc.core.errors import InputError, ParameterError
+from walk_mpc.core.params import check_nonnegative, check_positive
+from walk_mpc.core.sensors import SensorSample
+from walk_mpc.core.walk.step import Foot
+
+GRAVITY = 9.81  # [m/s^2]
+CORNER_NAMES = ("fl", "fr", "bl", "br")  # contact sensors of a sole: front-left, front-right, back-left, ...
+FOOT_PREFIXES = ("left_foot", "right_foot")  # contact sensor prefixes of the left and right soles
+
+
+@dataclasses.dataclass(frozen=True)
+class StabilizerParameters:
+    """Parameters of :class:`Stabilizer` (HRP-4's published gains as defaults where they exist).
+
+    Attributes:
+        enabled: Run the stabilizer (False: the stage never calls it; its commands are bit for bit those
+            of the stage without stabilizer).
+        dcm_gain: Proportional DCM gain ``k_p`` [1/s] (HRP-4: 5).
+        dcm_integral_gain: Integral DCM gain ``k_i`` [1/s^2] (HRP-4: 10).
+        dcm_integral_time: Time constant [s] of the integral's leak (an exponential window).
+        dcm_filter_time: Time constant [s] of the low-pass filter of the measured DCM (0: none).
+        com_admittance: CoM admittance [1/s]: CoM offset velocity per metre of ZMP error.
+        com_offset_limit: Largest horizontal CoM offset [m].
+        cop_admittance: Ankle admittance [rad/(s N m)]: sole rotation velocity per N m of ankle torque
+            error (HRP-4: 0.01).
+        ankle_offset_limit: Largest sole roll / pitch offset [rad].
+        force_difference_admittance: Foot force difference gain [m/(s N)].
+        height_offset_limit: Largest height difference between the soles [m].
+        leak_time: Time constant [s] with which every offset returns to zero (the damping of the
+            admittances).
+        swing_leak_time: Time constant [s] with which the offsets of a sole in the air return to zero (it
+            lands as planned).
+        min_contact_force: Normal force [N] from which a sole is in contact.
+        support_margin: The desired ZMP stays this far [m] inside the soles' edges.
+        sole_front: Sole extent ahead of the sole frame [m] (where the front contact sensors are).
+        sole_back: Sole extent behind the sole frame [m].
+        sole_left: Sole extent to the left of the sole frame [m].
+        sole_right: Sole extent to the right of the sole frame [m].
+        use_base_estimate: Use the sample's base pose when valid (a state estimator; in simulation the
+            truth) instead of the IMU and leg kinematics.
+    """
+
+    enabled: bool = False
+    dcm_gain: float = 5.0
+    dcm_integral_gain: float = 10.0
+    dcm_integral_time: float = 1.0
+    dcm_filter_time: float = 0.01
+    com_admittance: float = 0.5
+    com_offset_limit: float = 0.05
+    cop_admittance: float = 0.01
+    ankle_offset_limit: float = 0.15
+    force_difference_admittance: float = 1e-4
+    height_offset_limit: float = 0.05
+    leak_time: float = 2.0
+    swing_leak_time: float = 0.1
+    min_contact_force: float = 30.0
+    support_margin: float = 0.01
+    sole_front: float = 0.1
+    sole_back: float = 0.1
+    sole_left: float = 0.065
+    sole_right: float = 0.065
+    use_base_estimate: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("enabled", "use_base_estimate"):
+            if not isinstance(getattr(self, name), bool):
+                raise ParameterError(name, getattr(self, name), "true or false")
+        for name in ("dcm_gain", "dcm_integral_gain", "dcm_filter_time", "com_admittance", "com_offset_limit",
+                     "cop_admittance", "ankle_offset_limit", "force_difference_admittance",
+                     "height_offset_limit", "min_contact_force", "support_margin"):
+            check_nonnegative(name, getattr(self, name))
+        for name in ("dcm_integral_time", "leak_time", "swing_leak_time", "sole_front", "sole_back",
+                     "sole_left", "sole_right"):
+            check_positive(name, getattr(self, name))
+        smallest = min(self.sole_front + self.sole_back, self.sole_left + self.sole_right)
+        if 2.0 * self.support_margin >= smallest:
+            raise ParameterError("support_margin", self.support_margin, "less than half the sole's size [m]")
+
+
+@dataclasses.dataclass(frozen=True)
+class StabilizerOutput:
+    """Offsets of the IK targets (world frame; sole rotations about the sole's own axes).
+
+    Attributes:
+        com_offset: Offset of the CoM target [m], shape (3,) (horizontal).
+        sole_offsets: Foot -> (roll [rad], pitch [rad], height [m]) of its sole target.
+        active: Whether any offset is nonzero.
+    """
+
+    com_offset: np.ndarray
+    sole_offsets: dict
+    active: bool
+
+
+_ZERO_OUTPUT = StabilizerOutput(np.zeros(3), {Foot.LEFT: (0.0, 0.0, 0.0), Foot.RIGHT: (0.0, 0.0, 0.0)}, False)
+_ZERO_OUTPUT.com_offset.flags.writeable = False
+
+
+def _cross2(a: np.ndarray, b: np.ndarray) -> float:
+    return float(a[0] * b[1] - a[1] * b[0])
+
+
+def convex_hull(points: np.ndarray) -> np.ndarray:
+    """Counter-clockwise convex hull of 2D points (monotone chain), shape (k, 2)."""
+    pts = sorted({(float(x), float(y)) for x, y in points})
+    if len(pts) <= 2:
+        return np.array(pts)
+    lower: list = []
+    for p in pts:
+        while len(lower) >= 2 and _cross2(np.subtract(lower[-1], lower[-2]), np.subtract(p, lower[-2])) <= 0:
+            lower.pop()
+        lower.append(p)
+    upper: list = []
+    for p in reversed(pts):
+        while len(upper) >= 2 and _cross2(np.subtract(upper[-1], upper[-2]), np.subtract(p, upper[-2])) <= 0:
+            upper.pop()
+        upper.append(p)
+    return np.array(lower[:-1] + upper[:-1])
+
+
+def clamp_to_polygon(point: np.ndarray, polygon: np.ndarray) -> np.ndarray:
+    """The point of the convex polygon (counter-clockwise vertices, shape (k, 2)) closest to ``point``."""
+    point = np.asarray(point, dtype=float)
+    k = len(polygon)
+    if k == 0:
+        return point.copy()
+    if k == 1:
+        return polygon[0].copy()
+    inside = k >= 3 and all(_cross2(polygon[(i + 1) % k] - polygon[i], point - polygon[i]) >= 0.0
+                            for i in range(k))
+    if inside:
+        return point.copy()
+    best, best_distance = polygon[0].copy(), math.inf
+    for i in range(k if k >= 3 else 1):
+        a, b = polygon[i], polygon[(i + 1) % k]
+        edge = b - a
+        s = min(max(float((point - a) @ edge) / max(float(edge @ edge), 1e-18), 0.0), 1.0)
+        candidate = a + s * edge
+        distance = float(np.sum((point - candidate) ** 2))
+        if distance < best_distance:
+            best, best_distance = candidate, distance
+    return best
+
+
+class Stabilizer:
+    """DCM feedback and admittance offsets from each sensor sample (module docstring).
+
+    Example:
+        >>> stabilizer = Stabilizer(robot, Stabilizer.Parameters(enabled=True))
+        >>> stabilizer.set_reference(reference)                # each CoM reference of the planner
+        >>> out = stabilizer.observe(stamp_ns, sample, soles)  # each sample: soles = IK sole targets
+        >>> out.com_offset, out.sole_offsets[Foot.LEFT]
+    """
+
+    Parameters = StabilizerParameters
+
+    def __init__(self, robot: RobotModel, params: Optional[StabilizerParameters] = None) -> None:
+        self.params = params if params is not None else StabilizerParameters()
+        if not isinstance(self.params, StabilizerParameters):
+            raise ParameterError("params", self.params, "a StabilizerParameters")
+        self.robot = robot
+        p = self.params
+        self._corners = np.array([[p.sole_front, p.sole_left], [p.sole_front, -p.sole_right],
+                                  [-p.sole_back, p.sole_left], [-p.sole_back, -p.sole_right]])
+        m = p.support_margin
+        self._inner = np.array([[p.sole_front - m, p.sole_left - m], [p.sole_front - m, -p.sole_right + m],
+                                [-p.sole_back + m, p.sole_left - m], [-p.sole_back + m, -p.sole_right + m]])
+        self._frames = {Foot.LEFT: robot.left_foot_frame, Foot.RIGHT: robot.right_foot_frame} \
+            if robot.is_biped else {}
+        self._layouts: dict = {}
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the reference, the integral, the filter and every offset."""
+        self._reference: Optional[CoMReference] = None
+        self._last_ns: Optional[int] = None
+        self._integral = np.zeros(2)
+        self._dcm: Optional[np.ndarray] = None
+        self._com_offset = np.zeros(2)
+        self._ankle = {Foot.LEFT: np.zeros(2), Foot.RIGHT: np.zeros(2)}  # (roll, pitch) [rad]
+        self._height_difference = 0.0  # z_L - z_R [m]
+        self._output = _ZERO_OUTPUT
+        self._log: dict = {}
+
+    @property
+    def output(self) -> StabilizerOutput:
+        """The offsets of the latest sample (zero before any)."""
+        return self._output
+
+    def log(self) -> dict:
+        """What the latest sample measured and decided (floats and lists, for tracing)."""
+        return dict(self._log)
+
+    def set_reference(self, reference: CoMReference) -> None:
+        """The planner's reference of a tick (CoM, CoM velocity and ZMP at T and 2T after its stamp)."""
+        if not isinstance(reference, CoMReference):
+            raise InputError("reference", type(reference).__name__, "a CoMReference")
+        self._reference = reference
+
+    def clear_reference(self) -> None:
+        """No reference any more (sensor-driven ticks): the offsets leak back to zero."""
+        self._reference = None
+
+    # ------------------------------------------------------------------ the sample
+    def _sole_forces(self, sample: SensorSample) -> Optional[tuple]:
+        """(force [N], local CoP [m] (2,)) of the left and right soles, or None without their sensors."""
+        layout = self._layouts.get(sample.contact_names)
+        if layout is None:
+            index = {name: i for i, name in enumerate(sample.contact_names)}
+            rows = []
+            for prefix in FOOT_PREFIXES:
+                names = [f"{prefix}_{corner}" for corner in CORNER_NAMES]
+                rows.append([index[n] for n in names] if all(n in index for n in names) else None)
+            layout = self._layouts[sample.contact_names] = tuple(rows)
+        if any(row is None for row in layout):
+            return None
+        out = []
+        for row in layout:
+            forces = sample.contact[row]
+            total = float(forces.sum())
+            cop = (forces @ self._corners) / total if total > 0.0 else np.zeros(2)
+            out.append((total, cop))
+        return tuple(out)
+
+    def observe(self, stamp_ns: int, sample: SensorSample, soles: dict) -> StabilizerOutput:
+        """One sensor sample (already validated by the caller).
+
+        Args:
+            stamp_ns: Its stamp [ns].
+            sample: The sample.
+            soles: Foot -> (position [m] (3,), yaw [rad]) of its sole target in the IK, without this
+                stabilizer's offsets (where a sole in contact is taken to be: leg odometry anchors).
+
+        Returns:
+            The offsets to add to the IK targets (:attr:`output`).
+        """
+        p = self.params
+        dt = 0.0 if self._last_ns is None else max(0.0, (stamp_ns - self._last_ns) / NS_PER_S)
+        self._last_ns = stamp_ns
+        measured = self._sole_forces(sample) if self._frames else None
+        if measured is None or dt <= 0.0 or dt > 0.1:
+            if measured is None or dt > 0.1:
+                self._decay(dt, (False, False))
+            return self._output
+        (f_left, cop_left), (f_right, cop_right) = measured
+        forces = {Foot.LEFT: f_left, Foot.RIGHT: f_right}
+        local_cops = {Foot.LEFT: cop_left, Foot.RIGHT: cop_right}
+        contact = {foot: forces[foot] >= p.min_contact_force for foot in Foot}
+        reference = self._reference
+        if reference is None or not any(contact.values()):
+            self._decay(dt, tuple(contact.values()))
+            return self._output
+        # Reference at the sample's time, linear through the reference's two points.
+        tau = (stamp_ns - reference.stamp_ns) / NS_PER_S
+        t1, t2 = reference.times
+        s = (tau - t1) / (t2 - t1)
+        com_ref = reference.com_position[0] + s * (reference.com_position[1] - reference.com_position[0])
+        vel_ref = reference.com_velocity[0] + s * (reference.com_velocity[1] - reference.com_velocity[0])
+        zmp_ref = reference.zmp[0] + s * (reference.zmp[1] - reference.zmp[0])
+        height = float(com_ref[2] - zmp_ref[2])
+        if not height > 0.05:
+            self._decay(dt, tuple(contact.values()))
+            return self._output
+        omega = math.sqrt(GRAVITY / height)
+        # Measured state: encoders, IMU, leg kinematics of the soles in contact.
+        state = self._measure(sample, soles, contact, forces)
+        if state is None:
+            self._decay(dt, tuple(contact.values()))
+            return self._output
+        com, com_velocity, sole_poses = state
+        xi = com[:2] + com_velocity[:2] / omega
+        if self._dcm is None or p.dcm_filter_time <= 0.0:
+            self._dcm = xi
+        else:
+            self._dcm = self._dcm + (xi - self._dcm) * min(1.0, dt / p.dcm_filter_time)
+        xi_ref = com_ref[:2] + vel_ref[:2] / omega
+        error = self._dcm - xi_ref
+        self._integral = self._integral * math.exp(-dt / p.dcm_integral_time) + error * dt
+        desired = (zmp_ref[:2] + (1.0 + p.dcm_gain / omega) * error
+                   + (p.dcm_integral_gain / omega) * self._integral)
+        # Support polygon of the soles in contact (measured poses), shrunk by the margin.
+        world_cops, polygon_points = {}, []
+        for foot in Foot:
+            position, rotation = sole_poses[foot]
+            world_cops[foot] = position[:2] + rotation[:2, :2] @ local_cops[foot]
+            if contact[foot]:
+                polygon_points.extend(position[:2] + self._inner @ rotation[:2, :2].T)
+        polygon = convex_hull(np.array(polygon_points))
+        desired = clamp_to_polygon(desired, polygon)
+        total = sum(forces[f] for f in Foot if contact[f])
+        zmp = sum(forces[f] * world_cops[f] for f in Foot if contact[f]) / total
+        # Force distribution and desired CoP of each sole in contact.
+        desired_force, desired_cop = {}, {}
+        if contact[Foot.LEFT] and contact[Foot.RIGHT]:
+            a, b = sole_poses[Foot.LEFT][0][:2], sole_poses[Foot.RIGHT][0][:2]
+            axis = a - b
+            share = min(max(float((desired - b) @ axis) / max(float(axis @ axis), 1e-12), 0.0), 1.0)
+            rest = desired - (b + share * axis)
+            desired_force = {Foot.LEFT: share * total, Foot.RIGHT: (1.0 - share) * total}
+            for foot in Foot:
+                position, rotation = sole_poses[foot]
+                local = rotation[:2, :2].T @ rest
+                desired_cop[foot] = clamp_to_polygon(local, convex_hull(self._inner))
+        else:
+            foot = Foot.LEFT if contact[Foot.LEFT] else Foot.RIGHT
+            position, rotation = sole_poses[foot]
+            desired_force = {foot: total}
+            desired_cop[foot] = rotation[:2, :2].T @ (desired - position[:2])
+        # CoM admittance.
+        leak = math.exp(-dt / p.leak_time)
+        self._com_offset = self._com_offset * leak - p.com_admittance * (desired - zmp) * dt
+        norm = float(np.linalg.norm(self._com_offset))
+        if norm > p.com_offset_limit:
+            self._com_offset *= p.com_offset_limit / norm
+        # Ankle admittance: rotate with the torque error (tau_x = f y, tau_y = -f x in the sole frame).
+        swing_leak = math.exp(-dt / p.swing_leak_time)
+        for foot in Foot:
+            if contact[foot]:
+                f = forces[foot]
+                error_cop = local_cops[foot] - desired_cop[foot]
+                rate = p.cop_admittance * f * np.array([error_cop[1], -error_cop[0]])
+                self._ankle[foot] = np.clip(self._ankle[foot] * leak + rate * dt, -p.ankle_offset_limit,
+                                            p.ankle_offset_limit)
+            else:
+                self._ankle[foot] = self._ankle[foot] * swing_leak
+        # Foot force difference control.
+        if contact[Foot.LEFT] and contact[Foot.RIGHT]:
+            measured_difference = forces[Foot.LEFT] - forces[Foot.RIGHT]
+            desired_difference = desired_force[Foot.LEFT] - desired_force[Foot.RIGHT]
+            self._height_difference = float(np.clip(
+                self._height_difference * leak
+                + p.force_difference_admittance * (measured_difference - desired_difference) * dt,
+                -p.height_offset_limit, p.height_offset_limit))
+        else:
+            self._height_difference *= swing_leak
+        self._publish()
+        self._log = {"omega": omega, "dcm": self._dcm.tolist(), "dcm_reference": xi_ref.tolist(),
+                     "dcm_error": error.tolist(), "zmp_reference": zmp_ref[:2].tolist(),
+                     "zmp_desired": desired.tolist(), "zmp_measured": zmp.tolist(),
+                     "forces": [forces[Foot.LEFT], forces[Foot.RIGHT]]}
+        return self._output
+
+    def _measure(self, sample: SensorSample, soles: dict, contact: dict, forces: dict) -> Optional[tuple]:
+        """(CoM [m], CoM velocity [m/s], Foot -> (sole position, sole rotation)) of the sample, or None."""
+        robot = self.robot
+        try:
+            if self.params.use_base_estimate and sample.base_estimate_valid:
+                state = estimate_state(robot, sample.joint_names, sample.joint_pos,
+                                       base_pose=(sample.base_position, sample.base_orientation_xyzw),
+                                       joint_velocities=sample.joint_vel,
+                                       base_twist=(sample.base_linear_velocity, sample.base_angular_velocity))
+            else:
+                if not len(sample.imu_names):
+                    return None
+                anchors = {}
+                for foot in Foot:
+                    if contact[foot]:
+                        position, _ = soles[foot]
+                        anchors[self._frames[foot]] = (np.asarray(position, dtype=float), forces[foot])
+                state = estimate_state_from_imu(robot, sample.joint_names, sample.joint_pos,
+                                                sample.imu_names[0], sample.imu_orientation_xyzw[0], anchors,
+                                                sample.joint_vel, sample.imu_angular_vel[0])
+        except (InputError, KeyError):
+            return None
+        if state.com_velocity is None:
+            return None
+        data = robot.data  # estimate_state placed the frames of its configuration in the robot's data
+        poses = {}
+        for foot in Foot:
+            placement = data.oMf[robot.frame_id(self._frames[foot])]
+            poses[foot] = (np.array(placement.translation), np.array(placement.rotation))
+        return np.asarray(state.com_position), np.asarray(state.com_velocity), poses
+
+    def _decay(self, dt: float, contact: tuple) -> None:
+        """Every offset leaks back to zero (no reference, no contact, no sensors)."""
+        p = self.params
+        leak = math.exp(-dt / p.leak_time) if dt > 0.0 else 1.0
+        swing_leak = math.exp(-dt / p.swing_leak_time) if dt > 0.0 else 1.0
+        self._integral *= leak
+        self._com_offset *= leak
+        for foot, touching in zip(Foot, contact):
+            self._ankle[foot] *= leak if touching else swing_leak
+        self._height_difference *= leak
+        self._dcm = None
+        self._publish()
+
+    def _publish(self) -> None:
+        half = 0.5 * self._height_difference
+        com = np.array([self._com_offset[0], self._com_offset[1], 0.0])
+        com.flags.writeable = False
+        sole_offsets = {Foot.LEFT: (float(self._ankle[Foot.LEFT][0]), float(self._ankle[Foot.LEFT][1]), half),
+                        Foot.RIGHT: (float(self._ankle[Foot.RIGHT][0]), float(self._ankle[Foot.RIGHT][1]),
+                                     -half)}
+        active = bool(np.any(com) or half or any(np.any(a) for a in self._ankle.values()))
+        self._output = StabilizerOutput(com, sole_offsets, active)
+
+
+def sole_rotation(yaw: float, roll: float, pitch: float) -> np.ndarray:
+    """Rotation of a sole of ``yaw`` [rad] rolled and pitched by ``roll``, ``pitch`` [rad] about its axes."""
+    cr, sr, cp, sp = math.cos(roll), math.sin(roll), math.cos(pitch), math.sin(pitch)
+    ry = np.array([[cp, 0.0, sp], [0.0, 1.0, 0.0], [-sp, 0.0, cp]])
+    rx = np.array([[1.0, 0.0, 0.0], [0.0, cr, -sr], [0.0, sr, cr]])
+    return rotation_z(yaw) @ ry @ rx
+
+
+__all__ = ["Stabilizer", "StabilizerOutput", "StabilizerParameters", "clamp_to_polygon", "convex_hull",
+           "sole_rotation"]
