@@ -155,3 +155,26 @@ def test_bad_parameters_are_refused_naming_them():
         RobotStateNodeParameters(publish_period=-1.0)
     with pytest.raises(ParameterError, match="tf_topic"):
         RobotStateNodeParameters(tf_topic="")
+
+
+def test_rviz_config_shows_the_robot_model_tf_and_the_planner_displays_in_the_world_frame():
+    from pathlib import Path
+
+    import yaml
+
+    config = Path(__file__).resolve().parents[1] / "config"
+    rviz = yaml.safe_load((config / "walk_mpc.rviz").read_text())["Visualization Manager"]
+    displays = {d["Class"].split("/")[-1]: d for d in rviz["Displays"]}
+    node = yaml.safe_load((config / "walk_mpc.yaml").read_text())
+    robot_state = node["robot_state"]["ros__parameters"]
+    assert displays["RobotModel"]["Description Source"] == "Topic"
+    topic = displays["RobotModel"]["Description Topic"]
+    assert topic["Value"] == "/" + robot_state["description_topic"]
+    assert topic["Durability Policy"] == "Transient Local"  # the description is published once, latched
+    assert displays["TF"]["Enabled"] and displays["MarkerArray"]["Topic"]["Value"] == "/mpc/markers"
+    assert [d["Topic"]["Value"] for d in rviz["Displays"] if d["Class"].endswith("/Path")] == [
+        "/mpc/com_path", "/mpc/zmp_path"]
+    world = robot_state["frames"]["world_frame"]
+    assert rviz["Global Options"]["Fixed Frame"] == world
+    assert node["mpc_planner"]["ros__parameters"]["frame_id"] == world  # the markers and paths
+    assert node["sim"]["ros__parameters"]["frame_id"] == world  # the base pose of the samples
