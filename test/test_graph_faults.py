@@ -87,8 +87,8 @@ def restart_and_walk(client: GraphClient, control: ProcessControl, node: str) ->
         outcome, _ = client.walk(client.forward_steps(2))
         if outcome.succeeded or "running?" not in outcome.error_msg or time.monotonic() > deadline:
             break
-        count = len(client.statuses)
-        client.wait_until(lambda: len(client.statuses) >= count + 10, "walk/status after a refusal", 10.0)
+        pace = len(client.statuses) + 10
+        client.wait_until(lambda: len(client.statuses) >= pace, "walk/status after a refusal", 10.0)  # noqa: B023
     assert outcome.succeeded, f"{outcome}\n{control.diagnose()}"
     assert outcome.last_completed_step_index == 2, outcome
     assert not control.exited(), control.diagnose()

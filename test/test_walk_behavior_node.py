@@ -141,7 +141,11 @@ class Client:
         self.mpc_pub = self.node.create_publisher(TickTiming, f"{ns}/mpc/timing", reliable)
         self.ik_pub = self.node.create_publisher(TickTiming, f"{ns}/ik/timing", reliable)
         self.fall_pub = self.node.create_publisher(Bool, f"{ns}/sim/fall", latched)
-        self.deadline_pub = self.node.create_publisher(Float64MultiArray, f"{ns}/sim/deadlines", latched)
+        # transient local as the sim's, but deep enough that a burst of reports all arrive
+        deep_latched = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
+                                  reliability=ReliabilityPolicy.RELIABLE,
+                                  durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.deadline_pub = self.node.create_publisher(Float64MultiArray, f"{ns}/sim/deadlines", deep_latched)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self._thread = threading.Thread(target=self._spin, daemon=True)

@@ -95,7 +95,7 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.clock import Clock, ClockType
-from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Bool, Float64MultiArray
 
 from walk_mpc.action import Walk
@@ -375,7 +375,9 @@ class WalkBehaviorNode(GraphNode):
         self._fall_sub = self.create_subscription(
             Bool, params.fall_topic, self._on_fall, latched, callback_group=self._events_group)
         self._deadline_sub = (self.create_subscription(
-            Float64MultiArray, params.deadline_topic, self._on_deadlines, latched,
+            Float64MultiArray, params.deadline_topic, self._on_deadlines,
+            QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE,  # latched, no burst dropped
+                       durability=DurabilityPolicy.TRANSIENT_LOCAL),
             callback_group=self._events_group) if params.deadline_topic else None)
         self._service = self.create_service(
             QueueSteps, params.queue_steps_service, self._on_queue_steps, callback_group=self._events_group)

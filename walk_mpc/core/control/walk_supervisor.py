@@ -490,8 +490,9 @@ class WalkSupervisor:
         return self.abort(WalkErrorCode.DEADLINES_MISSED,
                           f"{missed - counts[0][1]} of the last {span} sensor samples missed their control "
                           f"deadline ({100 * share:.0f} % > max_missed_deadline_share "
-                          f"{100 * self.params.max_missed_deadline_share:.0f} %, '{self.params.deadline_topic}'):"
-                          " the commands are stale, is the machine overloaded?")
+                          f"{100 * self.params.max_missed_deadline_share:.0f} %, "
+                          f"'{self.params.deadline_topic}'): the commands are stale, is the machine "
+                          "overloaded?")
 
     def fall(self, fallen: bool) -> SupervisorOutput:
         """The fall detector's state: a fall ends the walk (FALL_DETECTED) and refuses goals until cleared."""
