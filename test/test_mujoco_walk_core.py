@@ -84,7 +84,7 @@ def talos_timeline_end() -> float:
 
 
 def test_closed_loop_walks_with_leg_gains_down_to_kp_3000_kd_30(talos):
-    soft = MujocoSim.Parameters(gain_kp=(3000.0,), gain_kd=(30.0,))
+    soft = MujocoSim.Parameters(gain_patterns=("leg_",), gain_kp=(3000.0,), gain_kd=(30.0,))
     assert_walked(walk_on_physics(talos, soft))
 
 

@@ -184,6 +184,18 @@ def test_parameters_reject_gains_that_do_not_match_their_patterns():
     assert gains.gains("arm_left_4_joint") == (3.0, 0.5)
 
 
+def test_servo_gains_come_from_the_robot_description_joint_groups_after_the_patterns(talos):
+    gains = MujocoSim.Parameters(kp=3.0, kd=0.5)
+    assert gains.gains("leg_left_4_joint", talos) == (8000.0, 80.0)  # config/robots/talos.yaml: legs
+    assert gains.gains("arm_left_4_joint", talos) == (2000.0, 20.0)  # its servo_default
+    tuned = MujocoSim.Parameters(gain_patterns=("leg_",), gain_kp=(9.0,), gain_kd=(1.0,))
+    assert tuned.gains("leg_left_4_joint", talos) == (9.0, 1.0)
+    sim = make_sim(talos)
+    m = sim.model
+    assert m.actuator_gainprm[m.actuator("leg_left_4_joint").id][0] == 8000.0
+    assert m.actuator_gainprm[m.actuator("arm_left_4_joint").id][0] == 2000.0
+
+
 def test_same_parameters_and_commands_give_identical_samples(talos):
     samples = []
     for _ in range(2):
@@ -209,7 +221,8 @@ def test_reset_returns_to_time_zero_and_the_same_first_sample(talos):
 
 
 def test_fall_is_detected_and_latched_when_the_gains_are_zero(talos):
-    limp = MujocoSim.Parameters(kp=0.0, kd=0.0, gain_kp=(0.0,), gain_kd=(0.0,), gravity_feedforward=False)
+    limp = MujocoSim.Parameters(gain_patterns=("_joint",), gain_kp=(0.0,), gain_kd=(0.0,),
+                                gravity_feedforward=False)
     sim = make_sim(talos, limp)
     states = run(sim, 2.0)
     assert not states[0].fallen

@@ -1,4 +1,11 @@
-"""Kinematic robot model on pinocchio: URDF loading, named frames, CoM, foot poses, joint maps.
+"""Robot descriptions (config/robots/<name>.yaml) and the kinematic model on pinocchio: URDF loading,
+named frames, CoM, foot poses, joint maps, and the values derived from the model (CoM height, planner
+soles, leg length, step limits).
+
+A robot is its URDF plus one small YAML (:class:`RobotDescription`): sole frames (added on a link when
+the URDF has none) and sole size, standing posture (a named SRDF posture and/or joint values), joint
+groups with their simulated servo gains, torque limits and rotor inertias, IMU frame, contact sensor
+prefixes, step limits. Nothing robot-specific lives in code: a new robot needs only its YAML.
 
 Error policy: every pinocchio error raised while loading or querying the model is
 re-raised as :class:`~walk_mpc.core.errors.ModelError` (or one of its subclasses
@@ -10,8 +17,10 @@ Only the kinematic tree and inertias are built: no geometry, no meshes.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -20,63 +29,331 @@ import numpy as np
 import pinocchio as pin
 
 from walk_mpc.core._validate import finite_vector
-from walk_mpc.core.errors import FrameNotFound, InputError, JointNotFound, ModelError, ParameterError
+from walk_mpc.core.errors import (
+    ConfigError,
+    FrameNotFound,
+    InputError,
+    JointNotFound,
+    ModelError,
+    ParameterError,
+)
+from walk_mpc.core.params import check_nonnegative, check_positive, from_mapping, load_yaml
 
 ROBOT_DATA_SUBDIR = os.path.join("share", "example-robot-data", "robots")
 
 
+#: Robot description files (``<name>.yaml``) are looked up in ``$WALK_MPC_ROBOTS_DIR`` (``os.pathsep``
+#: separated), the source tree's ``config/robots``, then ``share/walk_mpc/config/robots`` of every
+#: ``$AMENT_PREFIX_PATH`` entry and of ``sys.prefix`` (colcon and pip installs).
+ROBOTS_SUBDIR = os.path.join("share", "walk_mpc", "config", "robots")
+
+
+def _vector(name: str, value, size: int) -> tuple[float, ...]:
+    values = tuple(float(v) for v in value) if isinstance(value, (list, tuple)) else ()
+    if len(values) != size or not all(math.isfinite(v) for v in values):
+        raise ParameterError(name, value, f"{size} finite numbers")
+    return values
+
+
 @dataclasses.dataclass(frozen=True)
-class RobotPreset:
-    """Where a known example-robot-data robot lives and which frames it walks with.
+class SoleFrame:
+    """One sole frame of a biped: a frame of the description, or one added on a link.
 
     Attributes:
-        urdf: URDF path relative to the example-robot-data ``robots`` directory.
-        srdf: SRDF path (named reference postures), relative to the same directory.
-        reference_posture: Name of the standing posture in the SRDF.
-        base_frame: Floating-base frame.
-        left_foot_frame: Left sole frame ('' for non-bipeds).
-        right_foot_frame: Right sole frame ('' for non-bipeds).
-        torso_frame: Frame whose orientation the IK regulates.
-        leg_frames: Foot frames of a multi-legged robot (point contacts), else empty.
+        frame: Sole frame name (x forward, z up, origin on the bottom of the sole).
+        parent: Frame (usually the ankle link) the sole frame is added to when the description has no
+            frame ``frame`` ('' = the description has it).
+        position: Position of the added frame in ``parent`` [m].
+        rpy: Orientation of the added frame in ``parent`` (roll, pitch, yaw) [rad].
     """
 
+    frame: str = ""
+    parent: str = ""
+    position: tuple[float, ...] = (0.0, 0.0, 0.0)
+    rpy: tuple[float, ...] = (0.0, 0.0, 0.0)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "position", _vector("position", self.position, 3))
+        object.__setattr__(self, "rpy", _vector("rpy", self.rpy, 3))
+        if self.parent and not self.frame:
+            raise ParameterError("frame", self.frame, "a sole frame name when parent is set")
+
+
+@dataclasses.dataclass(frozen=True)
+class SoleSize:
+    """Contact area of a sole, from its sole frame along the foot axes (0 everywhere: none given).
+
+    Attributes:
+        front: Extent towards the toes [m].
+        back: Extent towards the heel [m].
+        left: Extent towards the foot's left (+y) [m].
+        right: Extent towards the foot's right (-y) [m].
+        planner_margin: The planner's support region is the sole shrunk by this on every side [m].
+    """
+
+    front: float = 0.0
+    back: float = 0.0
+    left: float = 0.0
+    right: float = 0.0
+    planner_margin: float = 0.01
+
+    def __post_init__(self) -> None:
+        for name in ("front", "back", "left", "right", "planner_margin"):
+            check_nonnegative(name, getattr(self, name))
+        if self.given:
+            if self.front + self.back <= 2.0 * self.planner_margin:
+                raise ParameterError("front", self.front, "front + back > 2 planner_margin [m]")
+            if self.left + self.right <= 2.0 * self.planner_margin:
+                raise ParameterError("left", self.left, "left + right > 2 planner_margin [m]")
+
+    @property
+    def given(self) -> bool:
+        """Whether a size was given (not all four extents zero)."""
+        return any((self.front, self.back, self.left, self.right))
+
+
+@dataclasses.dataclass(frozen=True)
+class JointGroup:
+    """Joints sharing servo gains in simulation (e.g. the legs).
+
+    Attributes:
+        name: Group name (``legs``, ``arms``...).
+        joints: Regular expressions matched against whole joint names (``leg_.*``) or joint names.
+        kp: Proportional gain of the position servos [N m/rad].
+        kd: Derivative gain [N m s/rad].
+        torque_limit: Largest servo torque [N m] (0 = the description's effort limits).
+        armature: Reflected rotor inertia of each joint [kg m^2] (light links on stiff servos need it to
+            stay stable at a 1 ms physics step).
+    """
+
+    name: str
+    joints: tuple[str, ...]
+    kp: float
+    kd: float
+    torque_limit: float = 0.0
+    armature: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ParameterError("joint_groups.name", self.name, "a group name")
+        object.__setattr__(self, "joints", tuple(self.joints))
+        if not self.joints or not all(isinstance(j, str) and j for j in self.joints):
+            raise ParameterError(f"joint_groups.{self.name}.joints", self.joints, "joint name patterns")
+        for pattern in self.joints:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ParameterError(f"joint_groups.{self.name}.joints", pattern,
+                                     f"a regular expression ({exc})") from None
+        for name in ("kp", "kd", "torque_limit", "armature"):
+            check_nonnegative(f"joint_groups.{self.name}.{name}", getattr(self, name))
+
+    def matches(self, joint: str) -> bool:
+        """Whether ``joint`` belongs to the group."""
+        return any(re.fullmatch(pattern, joint) for pattern in self.joints)
+
+
+@dataclasses.dataclass(frozen=True)
+class Posture:
+    """Standing posture: a named SRDF posture (or 'neutral') with joint values on top.
+
+    Attributes:
+        name: SRDF group state ('' or 'neutral' = the model's neutral configuration).
+        joints: Joint positions [rad or m] by joint name, applied after the named posture.
+    """
+
+    name: str = ""
+    joints: Mapping[str, float] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.joints, Mapping):
+            raise ParameterError("posture.joints", self.joints, "a mapping joint name -> position")
+        joints = {}
+        for joint, value in self.joints.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ParameterError(f"posture.joints.{joint}", value, "a finite number")
+            joints[str(joint)] = float(value)
+        object.__setattr__(self, "joints", joints)
+
+
+@dataclasses.dataclass(frozen=True)
+class StepLimits:
+    """Steps the robot can take (0 = derived from the leg length, see :meth:`RobotModel.step_limits`).
+
+    Attributes:
+        max_forward: Longest step forward [m].
+        max_backward: Longest step backward [m].
+        min_width: Smallest lateral distance between the soles [m].
+        max_width: Largest lateral distance between the soles [m].
+        max_yaw_change: Largest yaw change per step [rad].
+        single_support: Single support duration of the robot's nominal step [s].
+        double_support: Double support duration [s].
+        swing_height: Swing foot apex height [m].
+    """
+
+    max_forward: float = 0.0
+    max_backward: float = 0.0
+    min_width: float = 0.0
+    max_width: float = 0.0
+    max_yaw_change: float = 0.5
+    single_support: float = 0.8
+    double_support: float = 0.3
+    swing_height: float = 0.05
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            check_nonnegative(f"steps.{field.name}", getattr(self, field.name))
+        for name in ("single_support", "double_support", "swing_height", "max_yaw_change"):
+            check_positive(f"steps.{name}", getattr(self, name))
+
+
+@dataclasses.dataclass(frozen=True)
+class RobotDescription:
+    """A robot: its description (URDF) and the few facts it lacks, from ``config/robots/<name>.yaml``.
+
+    Attributes:
+        name: Robot name.
+        urdf: URDF: absolute path, path relative to the YAML file, or relative to example-robot-data's
+            ``robots`` directory.
+        srdf: SRDF with named postures (same lookup; '' = none).
+        aliases: Other names of the robot.
+        base_frame: Floating-base frame ('' = the root link).
+        torso_frame: Frame whose orientation the IK regulates ('' = the base frame).
+        imu_frame: Frame of the IMU ('' = the base frame).
+        left_foot: Left sole frame (bipeds).
+        right_foot: Right sole frame (bipeds).
+        leg_frames: Foot frames of a multi-legged robot (point contacts).
+        contact_sensors: Contact sensor name prefixes of the feet (left, right for a biped; each sole
+            has four corner sensors ``<prefix>_fl``, ``_fr``, ``_bl``, ``_br``).
+        sole: Sole size (bipeds).
+        posture: Standing posture.
+        joint_groups: Servo gains of joint groups in simulation (first matching group wins).
+        servo_default: Gains of the joints in no group (kp 0: the simulator's default).
+        steps: Step limits and nominal timing.
+    """
+
+    name: str
     urdf: str
-    srdf: str
-    reference_posture: str
-    base_frame: str
-    left_foot_frame: str = ""
-    right_foot_frame: str = ""
+    srdf: str = ""
+    aliases: tuple[str, ...] = ()
+    base_frame: str = ""
     torso_frame: str = ""
+    imu_frame: str = ""
+    left_foot: SoleFrame = SoleFrame()
+    right_foot: SoleFrame = SoleFrame()
     leg_frames: tuple[str, ...] = ()
+    contact_sensors: tuple[str, ...] = ("left_foot", "right_foot")
+    sole: SoleSize = SoleSize()
+    posture: Posture = dataclasses.field(default_factory=Posture)
+    joint_groups: tuple[JointGroup, ...] = ()
+    servo_default: JointGroup = JointGroup("default", (".*",), 0.0, 0.0)
+    steps: StepLimits = StepLimits()
+    directory: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("name", "urdf"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name):
+                raise ParameterError(name, getattr(self, name), "a non-empty string")
+        for name in ("aliases", "leg_frames", "contact_sensors", "joint_groups"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        if bool(self.left_foot.frame) != bool(self.right_foot.frame):
+            raise ParameterError("right_foot" if self.left_foot.frame else "left_foot", "",
+                                 "both sole frames, or neither")
+        if self.left_foot.frame and not self.sole.given:
+            raise ParameterError("sole", self.sole, "the sole size of a biped (front, back, left, right)")
+        groups = [g.name for g in self.joint_groups]
+        if len(set(groups)) != len(groups):
+            raise ParameterError("joint_groups", groups, "distinct group names")
+
+    def resolve(self, relative: str) -> Path:
+        """Path of a description file (see :attr:`urdf`)."""
+        path = Path(relative).expanduser()
+        if path.is_absolute():
+            return path
+        if self.directory and (Path(self.directory) / path).is_file():
+            return Path(self.directory) / path
+        return find_robot_file(relative)
+
+    def servo(self, joint: str) -> JointGroup | None:
+        """The group giving ``joint`` its gains (:attr:`servo_default` if none matches and its kp > 0)."""
+        for group in self.joint_groups:
+            if group.matches(joint):
+                return group
+        return self.servo_default if self.servo_default.kp > 0.0 else None
 
 
-PRESETS: dict[str, RobotPreset] = {
-    "talos_reduced": RobotPreset(
-        urdf="talos_data/robots/talos_reduced.urdf",
-        srdf="talos_data/srdf/talos.srdf",
-        reference_posture="half_sitting",
-        base_frame="base_link",
-        left_foot_frame="left_sole_link",
-        right_foot_frame="right_sole_link",
-        torso_frame="torso_2_link",
-    ),
-    "solo12": RobotPreset(
-        urdf="solo_description/robots/solo12.urdf",
-        srdf="solo_description/srdf/solo.srdf",
-        reference_posture="standing",
-        base_frame="base_link",
-        torso_frame="base_link",
-        leg_frames=("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"),
-    ),
-    "go2": RobotPreset(
-        urdf="go2_description/urdf/go2.urdf",
-        srdf="go2_description/srdf/go2.srdf",
-        reference_posture="standing",
-        base_frame="base",
-        torso_frame="base",
-        leg_frames=("FL_foot", "FR_foot", "RL_foot", "RR_foot"),
-    ),
-}
+def robot_directories() -> tuple[Path, ...]:
+    """Directories holding robot description files, most specific first (see :data:`ROBOTS_SUBDIR`)."""
+    candidates = [Path(p) for p in os.environ.get("WALK_MPC_ROBOTS_DIR", "").split(os.pathsep) if p]
+    candidates.append(Path(__file__).resolve().parents[3] / "config" / "robots")
+    for prefix in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep):
+        if prefix:
+            candidates.append(Path(prefix) / ROBOTS_SUBDIR)
+    candidates.append(Path(sys.prefix) / ROBOTS_SUBDIR)
+    seen, found = set(), []
+    for path in candidates:
+        if path.is_dir() and path.resolve() not in seen:
+            seen.add(path.resolve())
+            found.append(path.resolve())
+    return tuple(found)
+
+
+@functools.lru_cache(maxsize=8)
+def _robot_files(directories: tuple[Path, ...]) -> dict[str, Path]:
+    files: dict[str, Path] = {}
+    for directory in reversed(directories):  # the most specific directory wins
+        for path in sorted(directory.glob("*.yaml")):
+            files[path.stem] = path
+    aliases: dict[str, Path] = {}
+    for path in files.values():
+        try:
+            import yaml
+
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except Exception:  # a broken file is reported when it is loaded by name
+            continue
+        for alias in data.get("aliases", []) if isinstance(data, dict) else []:
+            aliases.setdefault(str(alias), path)
+    return {**aliases, **files}
+
+
+def robot_names() -> tuple[str, ...]:
+    """Names (and aliases) of the robots with a description file (see :func:`robot_directories`)."""
+    return tuple(sorted(_robot_files(robot_directories())))
+
+
+def robot_file(name: str) -> Path:
+    """The description file of robot ``name``.
+
+    Raises:
+        ConfigError: No such robot (the message lists the known ones).
+    """
+    files = _robot_files(robot_directories())
+    if name not in files:
+        raise ConfigError(f"unknown robot '{name}'; known robots: {sorted(files)} (a robot is "
+                          "config/robots/<name>.yaml, or give a *.yaml or *.urdf path)", "robot")
+    return files[name]
+
+
+def load_robot_description(robot: str | os.PathLike) -> RobotDescription:
+    """The description of robot ``robot``: a name (see :func:`robot_names`) or a YAML file path.
+
+    Raises:
+        ConfigError: Unknown name, unreadable file, unknown keys or values of the wrong type.
+        ParameterError: A value out of its domain.
+    """
+    text = str(robot)
+    path = Path(text) if text.endswith((".yaml", ".yml")) else robot_file(text)
+    data = load_yaml(path)
+    data.setdefault("name", path.stem)
+    if "directory" in data:
+        raise ConfigError("unknown key 'directory'", "directory", str(path))
+    data["directory"] = str(path.resolve().parent)
+    return from_mapping(RobotDescription, data, source=str(path))
+
+
+def _is_description_path(robot: str) -> bool:
+    return robot.endswith((".urdf", ".yaml", ".yml"))
 
 
 def robot_data_directories() -> tuple[Path, ...]:
@@ -153,18 +430,19 @@ class RobotModel:
     class Parameters:
         """Robot model configuration.
 
-        Empty frame names take the value of the preset of a known robot name
-        (see :data:`PRESETS`); for a URDF path they mean "none".
+        Non-empty fields override the robot description's (``config/robots/<name>.yaml``); for a bare
+        URDF path empty fields mean "none".
 
         Attributes:
-            robot: example-robot-data name ('talos_reduced', 'solo12', 'go2') or path to a URDF file.
-            srdf: Path to an SRDF with named postures ('' = the preset's, if any).
+            robot: Robot name (see :func:`robot_names`: talos / talos_reduced, g1, romeo, solo12, go2...),
+                path to a robot description ``*.yaml``, or path to a bare ``*.urdf``.
+            srdf: Path to an SRDF with named postures ('' = the description's, if any).
             base_frame: Floating-base frame name.
             left_foot_frame: Left sole frame name (bipeds).
             right_foot_frame: Right sole frame name (bipeds).
             torso_frame: Frame whose orientation the IK regulates (base frame for quadrupeds).
             leg_frames: Foot frames of a multi-legged robot (point contacts).
-            reference_posture: Named SRDF posture used as the standing reference ('' = preset's,
+            reference_posture: Named SRDF posture used as the standing reference ('' = the description's,
                 'neutral' = the model's neutral configuration).
             reference_joint_names: Joints whose reference position is overridden.
             reference_joint_positions: Their positions [rad or m], same order.
@@ -183,9 +461,9 @@ class RobotModel:
 
         def __post_init__(self) -> None:
             if not isinstance(self.robot, str) or not self.robot:
-                raise ParameterError("robot", self.robot, f"a robot name in {sorted(PRESETS)} or a URDF path")
-            if self.robot not in PRESETS and not self.robot.endswith(".urdf"):
-                expected = f"a robot name in {sorted(PRESETS)} or a *.urdf path"
+                raise ParameterError("robot", self.robot, f"a robot name in {list(robot_names())} or a path")
+            if not _is_description_path(self.robot) and self.robot not in robot_names():
+                expected = f"a robot name in {list(robot_names())}, a robot *.yaml or a *.urdf path"
                 raise ParameterError("robot", self.robot, expected)
             object.__setattr__(self, "leg_frames", tuple(self.leg_frames))
             object.__setattr__(self, "reference_joint_names", tuple(self.reference_joint_names))
@@ -212,19 +490,23 @@ class RobotModel:
             params: Configuration; defaults to Talos (``talos_reduced``).
 
         Raises:
+            ConfigError: The robot description file is unknown or malformed.
             ModelError: If the URDF/SRDF cannot be read or parsed.
             FrameNotFound: If a configured frame is not in the model.
             JointNotFound: If a reference joint is not in the model.
         """
         self.params = params if params is not None else RobotModel.Parameters()
         p = self.params
-        preset = PRESETS.get(p.robot)
-        if preset is not None:
-            urdf_path = find_robot_file(preset.urdf)
-            srdf_path: Path | None = Path(p.srdf) if p.srdf else find_robot_file(preset.srdf)
-        else:
+        if p.robot.endswith(".urdf"):
+            self.description: RobotDescription | None = None
             urdf_path = Path(p.robot)
-            srdf_path = Path(p.srdf) if p.srdf else None
+            srdf_path: Path | None = Path(p.srdf) if p.srdf else None
+        else:
+            self.description = load_robot_description(p.robot)
+            urdf_path = self.description.resolve(self.description.urdf)
+            srdf = p.srdf or self.description.srdf
+            srdf_path = (Path(p.srdf) if p.srdf else self.description.resolve(srdf)) if srdf else None
+        d = self.description
         if not urdf_path.is_file():
             raise ModelError(f"URDF file '{urdf_path}' does not exist")
         try:
@@ -232,25 +514,29 @@ class RobotModel:
         except Exception as exc:  # pinocchio raises ValueError/RuntimeError on malformed URDFs
             raise ModelError(f"cannot build a model from '{urdf_path}': {exc}") from exc
         self.urdf_path = urdf_path
-        self.data: pin.Data = self.model.createData()
-        self.name = p.robot if preset is not None else urdf_path.stem
+        self.name = d.name if d is not None else urdf_path.stem
         self._frame_names = [frame.name for frame in self.model.frames]
+        if d is not None:
+            for foot in (d.left_foot, d.right_foot):
+                self._add_sole_frame(foot)
+        self.data: pin.Data = self.model.createData()
 
-        def pick(value: str, preset_value: str) -> str:
-            return value or (preset_value if preset is not None else "")
+        def pick(value: str, described: str) -> str:
+            return value or described
 
-        self.base_frame = pick(p.base_frame, preset.base_frame if preset else "")
+        self.base_frame = pick(p.base_frame, d.base_frame if d else "")
         if not self.base_frame:
             bodies = [
                 f.name for f in self.model.frames if f.parentJoint == 1 and f.type == pin.FrameType.BODY
             ]
             self.base_frame = bodies[0] if bodies else self.model.names[1]
-        self.left_foot_frame = pick(p.left_foot_frame, preset.left_foot_frame if preset else "")
-        self.right_foot_frame = pick(p.right_foot_frame, preset.right_foot_frame if preset else "")
-        self.torso_frame = pick(p.torso_frame, preset.torso_frame if preset else "") or self.base_frame
-        self.leg_frames: tuple[str, ...] = p.leg_frames or (preset.leg_frames if preset else ())
+        self.left_foot_frame = pick(p.left_foot_frame, d.left_foot.frame if d else "")
+        self.right_foot_frame = pick(p.right_foot_frame, d.right_foot.frame if d else "")
+        self.torso_frame = pick(p.torso_frame, d.torso_frame if d else "") or self.base_frame
+        self.imu_frame = (d.imu_frame if d else "") or self.base_frame
+        self.leg_frames: tuple[str, ...] = p.leg_frames or (d.leg_frames if d else ())
         for frame in (self.base_frame, self.left_foot_frame, self.right_foot_frame, self.torso_frame,
-                      *self.leg_frames):
+                      self.imu_frame, *self.leg_frames):
             if frame:
                 self.frame_id(frame)
 
@@ -261,13 +547,33 @@ class RobotModel:
         self._joint_nq = {n: self.model.joints[self.model.getJointId(n)].nq for n in self.joint_names}
         self._joint_nv = {n: self.model.joints[self.model.getJointId(n)].nv for n in self.joint_names}
         self._mass = float(pin.computeTotalMass(self.model))
+        if d is not None:
+            for group in d.joint_groups:
+                if not any(group.matches(n) for n in self.joint_names):
+                    raise ModelError(f"joint group '{group.name}' of '{self.name}' matches no joint "
+                                     f"({list(group.joints)}); joints: {list(self.joint_names)}")
 
-        self._reference = self._load_reference(srdf_path, preset)
+        self._reference = self._load_reference(srdf_path)
+
+    def _add_sole_frame(self, foot: SoleFrame) -> None:
+        """Add ``foot``'s frame on its parent frame unless the description has it."""
+        if not foot.frame or self.model.existFrame(foot.frame):
+            if foot.frame and foot.parent:
+                raise ModelError(f"sole frame '{foot.frame}' is already in '{self.name}': drop its parent")
+            return
+        if not foot.parent:
+            raise FrameNotFound(foot.frame, self._frame_names)
+        parent_id = self.frame_id(foot.parent)
+        parent = self.model.frames[parent_id]
+        local = pin.SE3(pin.rpy.rpyToMatrix(*foot.rpy), np.array(foot.position))
+        self.model.addFrame(pin.Frame(foot.frame, parent.parentJoint, parent_id, parent.placement * local,
+                                      pin.FrameType.OP_FRAME))
+        self._frame_names.append(foot.frame)
 
     # ----------------------------------------------------------------- loading
-    def _load_reference(self, srdf_path: Path | None, preset: RobotPreset | None) -> np.ndarray:
-        p = self.params
-        posture = p.reference_posture or (preset.reference_posture if preset else "neutral")
+    def _load_reference(self, srdf_path: Path | None) -> np.ndarray:
+        p, d = self.params, self.description
+        posture = p.reference_posture or (d.posture.name if d else "") or "neutral"
         if posture == "neutral":
             q = self.neutral_configuration()
         else:
@@ -282,7 +588,8 @@ class RobotModel:
             if posture not in names:
                 raise ModelError(f"posture '{posture}' not in '{srdf_path}'; postures: {names + ['neutral']}")
             q = np.array(self.model.referenceConfigurations[posture], dtype=float)
-        for name, value in zip(p.reference_joint_names, p.reference_joint_positions):
+        joints = list(d.posture.joints.items()) if d else []
+        for name, value in joints + list(zip(p.reference_joint_names, p.reference_joint_positions)):
             idx = self._joint_idx_q.get(name)
             if idx is None:
                 raise JointNotFound(name, self.joint_names)
@@ -494,3 +801,78 @@ class RobotModel:
     def upper_limits(self) -> np.ndarray:
         """Upper position limits of the actuated joints (``q[7:]``)."""
         return np.array(self.model.upperPositionLimit[7:])
+
+    # ----------------------------------------------------------------- description and derived values
+    @property
+    def sole_size(self) -> SoleSize:
+        """Contact area of each sole (the description's).
+
+        Raises:
+            ModelError: The robot has no description giving a sole size.
+        """
+        if self.description is None or not self.description.sole.given:
+            raise ModelError(f"'{self.name}' has no sole size: give 'sole' in its robot description "
+                             "(config/robots/<name>.yaml) or the simulator's sole_* parameters")
+        return self.description.sole
+
+    def planner_sole(self):
+        """The MPC's support region of one sole: :attr:`sole_size` shrunk by its ``planner_margin``
+        (a :class:`~walk_mpc.core.mpc.preview.SoleParameters`; Talos: 0.09 / 0.09 / 0.055 / 0.055 m)."""
+        from walk_mpc.core.mpc.preview import SoleParameters  # the planner's type; imports no model
+
+        sole = self.sole_size
+        margin = sole.planner_margin
+        return SoleParameters(*(round(getattr(sole, name) - margin, 9)
+                                for name in ("front", "back", "left", "right")))
+
+    def standing_com_height(self, q=None) -> float:
+        """CoM height [m] above the mean height of the feet at ``q`` (reference posture if None)."""
+        q = self.reference_configuration() if q is None else self.check_configuration(q)
+        feet = [position[2] for position, _ in self.foot_poses(q).values()]
+        return float(self.com(q)[2] - (np.mean(feet) if feet else 0.0))
+
+    def leg_length(self) -> float:
+        """Longest distance [m] from a hip (the first joint of a leg) to its foot, legs straight (neutral)."""
+        if not self.foot_frames:
+            raise ModelError(f"'{self.name}' has no feet")
+        q = self.neutral_configuration()
+        pin.framesForwardKinematics(self.model, self.data, q)
+        lengths = []
+        for frame in self.foot_frames:
+            joint = self.model.frames[self.frame_id(frame)].parentJoint
+            while self.model.parents[joint] > 1:
+                joint = self.model.parents[joint]
+            hip = self.data.oMi[joint].translation
+            lengths.append(float(np.linalg.norm(self.data.oMf[self.frame_id(frame)].translation - hip)))
+        return max(lengths)
+
+    def step_limits(self) -> StepLimits:
+        """The description's step limits, the unset ones derived from :meth:`leg_length` and the standing
+        sole distance: forward 0.35 l, backward 0.2 l, width from 0.7 to 2.2 times the standing one."""
+        limits = self.description.steps if self.description is not None else StepLimits()
+        length = self.leg_length()
+        width = self.standing_sole_distance() if self.is_biped else 0.0
+        derived = {"max_forward": 0.35 * length, "max_backward": 0.2 * length,
+                   "min_width": 0.7 * width, "max_width": 2.2 * width}
+        return dataclasses.replace(limits, **{name: round(value, 3) for name, value in derived.items()
+                                              if getattr(limits, name) == 0.0})
+
+    def standing_sole_distance(self) -> float:
+        """Lateral distance [m] between the soles in the reference posture (bipeds)."""
+        feet = self.foot_poses(self.reference_configuration())
+        return float(abs(feet[self.left_foot_frame][0][1] - feet[self.right_foot_frame][0][1]))
+
+    def servo_gains(self, joint: str) -> tuple[float, float, float] | None:
+        """(kp [N m/rad], kd [N m s/rad], torque limit [N m], 0 = effort limit) of ``joint`` in simulation
+        from the description's joint groups, or None (no group and no default: the simulator's own)."""
+        group = self.servo_group(joint)
+        return None if group is None else (group.kp, group.kd, group.torque_limit)
+
+    def servo_group(self, joint: str) -> JointGroup | None:
+        """The description's joint group of ``joint`` (see :meth:`RobotDescription.servo`), or None.
+
+        Raises:
+            JointNotFound: No actuated joint has this name.
+        """
+        self.joint_index_q(joint)
+        return self.description.servo(joint) if self.description is not None else None

@@ -86,6 +86,21 @@ CONTACT_NAMES = tuple(f"{foot}_{corner}" for foot in FEET for corner in CORNERS)
 _GRAVITY_VECTOR = np.array([0.0, 0.0, -GRAVITY])
 
 
+def with_robot_defaults(params: KinematicSim.Parameters, robot: RobotModel) -> KinematicSim.Parameters:
+    """``params`` with the robot's sole size (all four ``sole_*`` 0) and IMU frame (``imu_frame`` '').
+
+    Raises:
+        ModelError: The sole size is not given here and the robot description has none.
+    """
+    changes = {}
+    if not params.sole_given:
+        sole = robot.sole_size
+        changes.update(sole_front=sole.front, sole_back=sole.back, sole_left=sole.left, sole_right=sole.right)
+    if not params.imu_frame:
+        changes["imu_frame"] = robot.imu_frame
+    return dataclasses.replace(params, **changes) if changes else params
+
+
 class KinematicSim(ServoedBackend):
     """Kinematic floating-base biped tracking joint position commands (see the module docstring).
 
@@ -108,11 +123,12 @@ class KinematicSim(ServoedBackend):
                 in contact off the ground (at reset: the other foot stands if within it).
             landing_height: A free sole at or below this height [m] lands (at most ``contact_height``);
                 also the height scale of the double-support base weights.
-            sole_front: Sole extent ahead of the sole frame origin, along its x axis [m].
+            sole_front: Sole extent ahead of the sole frame origin, along its x axis [m] (all four 0:
+                the robot description's sole, see :func:`with_robot_defaults`).
             sole_back: Sole extent behind the origin [m].
             sole_left: Sole extent to the left of the origin, along its y axis [m].
             sole_right: Sole extent to the right of the origin [m].
-            imu_frame: Frame of the IMU ('' = the base frame).
+            imu_frame: Frame of the IMU ('' = the robot description's IMU frame, else the base frame).
             acceleration_window: The CoM acceleration is the mean of the second finite differences
                 over this window [s] (rounded to whole steps, at least one; the command period).
             acceleration_filter_time_constant: Low-pass filter of the windowed CoM acceleration used for
@@ -135,10 +151,10 @@ class KinematicSim(ServoedBackend):
         latency: float = 0.0
         contact_height: float = 0.002
         landing_height: float = 0.0001
-        sole_front: float = 0.1
-        sole_back: float = 0.1
-        sole_left: float = 0.065
-        sole_right: float = 0.065
+        sole_front: float = 0.0
+        sole_back: float = 0.0
+        sole_left: float = 0.0
+        sole_right: float = 0.0
         imu_frame: str = ""
         acceleration_window: float = 0.02
         acceleration_filter_time_constant: float = 0.01
@@ -168,9 +184,9 @@ class KinematicSim(ServoedBackend):
             check_nonnegative("acceleration_window", self.acceleration_window)
             for name in ("sole_front", "sole_back", "sole_left", "sole_right"):
                 check_nonnegative(name, getattr(self, name))
-            if self.sole_front + self.sole_back <= 0.0:
+            if self.sole_given and self.sole_front + self.sole_back <= 0.0:
                 raise ParameterError("sole_front", self.sole_front, "sole_front + sole_back > 0 [m]")
-            if self.sole_left + self.sole_right <= 0.0:
+            if self.sole_given and self.sole_left + self.sole_right <= 0.0:
                 raise ParameterError("sole_left", self.sole_left, "sole_left + sole_right > 0 [m]")
             check_positive("fall_tilt", self.fall_tilt)
             check_int_range("seed", self.seed, 0)
@@ -185,6 +201,11 @@ class KinematicSim(ServoedBackend):
             if not all(math.isfinite(v) for v in positions):
                 raise ParameterError("initial_joint_positions", positions, "finite numbers")
 
+        @property
+        def sole_given(self) -> bool:
+            """Whether the sole extents are given here (not all four 0)."""
+            return any((self.sole_front, self.sole_back, self.sole_left, self.sole_right))
+
     def __init__(self, params: KinematicSim.Parameters | None = None,
                  robot: RobotModel | None = None) -> None:
         """Load the model and reset to the initial configuration.
@@ -198,9 +219,8 @@ class KinematicSim(ServoedBackend):
             FrameNotFound: ``imu_frame`` is not a frame of the model.
             JointNotFound: An initial joint is not in the model.
         """
-        self.params = params if params is not None else KinematicSim.Parameters()
-        p = self.params
-        self.robot = robot if robot is not None else RobotModel(p.robot)
+        params = params if params is not None else KinematicSim.Parameters()
+        self.robot = robot if robot is not None else RobotModel(params.robot)
         if not self.robot.is_biped:
             raise ModelError(f"the kinematic plant simulates bipeds; '{self.robot.name}' has no left/right "
                              "foot frames")
@@ -208,11 +228,12 @@ class KinematicSim(ServoedBackend):
         if model.nq != model.nv + 1 or any(model.joints[j].nq != 1 for j in range(2, model.njoints)):
             raise ModelError(f"the kinematic plant needs one-DoF joints; '{self.robot.name}' has others "
                              "(continuous wheels: use the wheel plant)")
+        self.params = p = with_robot_defaults(params, self.robot)
         self.model = model
         self.data = model.createData()
         self._foot_ids = [self.robot.frame_id(f) for f in self.robot.foot_frames]
         self._base_id = self.robot.frame_id(self.robot.base_frame)
-        self._imu_frame = p.imu_frame or self.robot.base_frame
+        self._imu_frame = p.imu_frame
         self._imu_id = self.robot.frame_id(self._imu_frame)
         self._mass = self.robot.mass
         self._servo = JointServo(self.robot.joint_names, p.lag_time_constant, p.latency,
@@ -543,4 +564,5 @@ def _interpolate(a: pin.SE3, b: pin.SE3, weight: float) -> pin.SE3:
     return pin.SE3(rotation, (1.0 - weight) * a.translation + weight * b.translation)
 
 
-__all__ = ["CONTACT_NAMES", "CORNERS", "FEET", "KinematicSim", "add_sensor_noise", "initial_configuration"]
+__all__ = ["CONTACT_NAMES", "CORNERS", "FEET", "KinematicSim", "add_sensor_noise", "initial_configuration",
+           "with_robot_defaults"]

@@ -3,7 +3,11 @@
 The URDF's ``<visual>``, ``<collision>`` (except on the links asked for), ``<gazebo>`` and
 ``<transmission>`` elements are removed (inertias stay), so no mesh or ``package://`` path is needed;
 ``mujoco.MjSpec.from_string`` loads the rest with static (fixed) frames fused into their parent body.
-The helpers below then edit the :class:`mujoco.MjSpec` before it is compiled.
+The helpers below then edit the :class:`mujoco.MjSpec` before it is compiled. Descriptions with
+massless links or inertias MuJoCo refuses (Romeo's fingers, iCub's ankles) compile through MuJoCo's
+compiler bounds (:data:`BOUND_MASS`, :data:`BOUND_INERTIA`, ``balanceinertia``), set only when the
+description does not compile without them (they also raise massless static links that fuse into their
+parent: Talos would change by 4 g).
 
 Error policy: MuJoCo's errors (``ValueError`` on parse or compile) are re-raised as
 :class:`~walk_mpc.core.errors.ModelError`; a missing ``mujoco`` package is a
@@ -27,6 +31,12 @@ except ImportError:  # pragma: no cover - the venv has mujoco
 
 #: URDF elements removed before loading (no meshes, no simulator-specific blocks).
 STRIPPED_TAGS = ("visual", "collision", "gazebo", "transmission")
+
+#: Smallest body mass [kg] of the compiled model (MuJoCo ``compiler.boundmass``).
+BOUND_MASS = 1e-3
+
+#: Smallest diagonal inertia [kg m^2] of the compiled model (MuJoCo ``compiler.boundinertia``).
+BOUND_INERTIA = 1e-6
 
 #: Base joints of :func:`add_base_joint`: a free joint, x/z slides (the base cannot rotate), or none.
 BASE_JOINTS = ("free", "planar", "fixed")
@@ -82,22 +92,49 @@ def strip_urdf(urdf_path: str | Path, keep_collision_links: Sequence[str] = (),
     return ET.tostring(root, encoding="unicode")
 
 
+#: When :func:`load_urdf_spec` sets the compiler bounds.
+BOUNDS = ("when_needed", "always", "never")
+
+
 def load_urdf_spec(urdf_path: str | Path, keep_collision_links: Sequence[str] = (),
-                   continuous_joints: Sequence[str] = ()):
+                   continuous_joints: Sequence[str] = (), bounds: str = "when_needed",
+                   bound_mass: float = BOUND_MASS, bound_inertia: float = BOUND_INERTIA):
     """A :class:`mujoco.MjSpec` of the stripped URDF (see :func:`strip_urdf`), static frames fused.
+
+    With ``bounds`` "always", or "when_needed" (default) and a description MuJoCo refuses as it is
+    (massless links, inertias violating the triangle inequality), bodies lighter than ``bound_mass``
+    [kg] or with diagonal inertias below ``bound_inertia`` [kg m^2] are raised to them and inertias
+    are balanced (MuJoCo ``boundmass``, ``boundinertia``, ``balanceinertia``).
 
     Raises:
         ModelError: The URDF cannot be stripped or loaded.
         ConfigError: ``mujoco`` is not installed.
     """
     mj = require_mujoco()
+    if bounds not in BOUNDS:
+        raise ModelError(f"unknown bounds {bounds!r}; expected one of {list(BOUNDS)}")
     text = strip_urdf(urdf_path, keep_collision_links, continuous_joints)
-    try:
-        spec = mj.MjSpec.from_string(text)
-    except ValueError as exc:
-        raise ModelError(f"MuJoCo cannot load '{urdf_path}': {exc}") from exc
-    spec.compiler.fusestatic = True
-    spec.compiler.discardvisual = True
+
+    def load():
+        try:
+            spec = mj.MjSpec.from_string(text)
+        except ValueError as exc:
+            raise ModelError(f"MuJoCo cannot load '{urdf_path}': {exc}") from exc
+        spec.compiler.fusestatic = True
+        spec.compiler.discardvisual = True
+        return spec
+
+    spec = load()
+    bound = bounds == "always"
+    if bounds == "when_needed":
+        try:
+            load().compile()
+        except ValueError:
+            bound = True
+    if bound:
+        spec.compiler.boundmass = float(bound_mass)
+        spec.compiler.boundinertia = float(bound_inertia)
+        spec.compiler.balanceinertia = True
     return spec
 
 
@@ -205,6 +242,9 @@ def compile_spec(spec):
 
 __all__ = [
     "BASE_JOINTS",
+    "BOUND_INERTIA",
+    "BOUND_MASS",
+    "BOUNDS",
     "STRIPPED_TAGS",
     "add_base_joint",
     "add_box",

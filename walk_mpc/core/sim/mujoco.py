@@ -65,6 +65,7 @@ from walk_mpc.core.sim.kinematic import (
     KinematicSim,
     add_sensor_noise,
     initial_configuration,
+    with_robot_defaults,
 )
 from walk_mpc.core.sim.wheels import WheelPlant, upkie_urdf
 
@@ -88,12 +89,16 @@ class _MujocoBackend(ServoedBackend):
         Attributes:
             timestep: Physics step [s]; the hardware period must be a multiple of it.
             integrator: ``"implicitfast"`` (default), ``"implicit"``, ``"euler"`` or ``"rk4"``.
-            kp: Default proportional gain of the joint position servos [N m/rad].
-            kd: Default derivative gain [N m s/rad].
-            gain_patterns: Joint name substrings with their own gains (first match wins).
+            kp: Proportional gain of the joint position servos [N m/rad] of the joints that neither
+                ``gain_patterns`` nor the robot description's joint groups (``joint_groups``,
+                ``servo_default`` of ``config/robots/<name>.yaml``) give gains.
+            kd: Their derivative gain [N m s/rad].
+            gain_patterns: Joint name substrings with their own gains (first match wins), before the robot
+                description's groups (tuning; the robot's gains belong in its description).
             gain_kp: Proportional gain of each pattern [N m/rad].
             gain_kd: Derivative gain of each pattern [N m s/rad].
-            armature: Rotor inertia added to every actuated joint [kg m^2].
+            armature: Rotor inertia added to every actuated joint [kg m^2], on top of its joint group's
+                (robot description).
             effort_limits: Clip actuator torques to the URDF effort limits.
             velocity_feedforward: Servo the joint velocity to the setpoint's velocity (the slope of the
                 interpolated targets over the hardware step): torque ``kp (q* - q) + kd (v* - v)``
@@ -122,9 +127,9 @@ class _MujocoBackend(ServoedBackend):
         integrator: str = "implicitfast"
         kp: float = 2000.0
         kd: float = 20.0
-        gain_patterns: tuple[str, ...] = ("leg_",)
-        gain_kp: tuple[float, ...] = (8000.0,)
-        gain_kd: tuple[float, ...] = (80.0,)
+        gain_patterns: tuple[str, ...] = ()
+        gain_kp: tuple[float, ...] = ()
+        gain_kd: tuple[float, ...] = ()
         armature: float = 0.0
         effort_limits: bool = True
         velocity_feedforward: bool = False
@@ -169,12 +174,14 @@ class _MujocoBackend(ServoedBackend):
                 if not all(math.isfinite(v) and v >= 0.0 for v in values):
                     raise ParameterError(name, values, "finite numbers >= 0")
 
-        def gains(self, joint: str) -> tuple[float, float]:
-            """(kp [N m/rad], kd [N m s/rad]) of ``joint``: its first matching pattern's, else the default."""
+        def gains(self, joint: str, robot: RobotModel | None = None) -> tuple[float, float]:
+            """(kp [N m/rad], kd [N m s/rad]) of ``joint``: its first matching pattern's, else its group's in
+            ``robot``'s description, else the default."""
             for pattern, kp, kd in zip(self.gain_patterns, self.gain_kp, self.gain_kd):
                 if pattern in joint:
                     return kp, kd
-            return self.kp, self.kd
+            described = robot.servo_gains(joint) if robot is not None else None
+            return (described[0], described[1]) if described is not None else (self.kp, self.kd)
 
     # ------------------------------------------------------------------ construction helpers
     def _init_common(self, spec, robot: RobotModel, hardware_period: float, servoed: tuple[str, ...],
@@ -208,7 +215,7 @@ class _MujocoBackend(ServoedBackend):
         lower[unlimited], upper[unlimited] = -np.inf, np.inf
         self._servo = JointServo(servoed, 0.0, latency, lower, upper)
         # Velocity feed-forward as a target offset: kp (q* + (kd / kp) v* - q) - kd v.
-        ratio = [kd / kp if kp > 0.0 else 0.0 for kp, kd in (opt.gains(n) for n in servoed)]
+        ratio = [kd / kp if kp > 0.0 else 0.0 for kp, kd in (opt.gains(n, robot) for n in servoed)]
         self._velocity_ratio = np.array(ratio) if opt.velocity_feedforward else None
         self._actuator_of_joint = np.array([m.actuator(n).id for n in robot.joint_names], dtype=int)
         self._imu_site = m.site("imu").id
@@ -230,13 +237,20 @@ class _MujocoBackend(ServoedBackend):
         return body
 
     @staticmethod
-    def _add_servos(spec, names, opt: _MujocoBackend.Parameters) -> None:
+    def _add_servos(spec, names, opt: _MujocoBackend.Parameters, robot: RobotModel | None = None) -> None:
+        """Position servos on ``names`` with their gains (:meth:`Parameters.gains`); torques clipped to the
+        robot description's group limit, else the URDF effort (``effort_limits``)."""
         for name in names:
             joint = spec.joint(name)
-            joint.armature = opt.armature
+            group = robot.servo_group(name) if robot is not None else None
+            joint.armature = opt.armature + (group.armature if group is not None else 0.0)
+            described = robot.servo_gains(name) if robot is not None else None
             if not opt.effort_limits:
                 joint.actfrclimited = 0  # mjLIMITED_FALSE
-            kp, kd = opt.gains(name)
+            elif described is not None and described[2] > 0.0:
+                joint.actfrclimited = 1  # mjLIMITED_TRUE
+                joint.actfrcrange = [-described[2], described[2]]
+            kp, kd = opt.gains(name, robot)
             mjcf.add_position_actuator(spec, name, kp, kd)
 
     # ------------------------------------------------------------------ interface
@@ -393,14 +407,15 @@ class MujocoSim(_MujocoBackend):
             ConfigError: The ``mujoco`` package is missing.
             FrameNotFound, JointNotFound: Bad ``imu_frame`` or initial joints.
         """
-        self.params = params if params is not None else KinematicSim.Parameters()
+        params = params if params is not None else KinematicSim.Parameters()
         self.mujoco_params = mujoco if mujoco is not None else MujocoSim.Parameters()
-        p, opt = self.params, self.mujoco_params
-        self.robot = robot if robot is not None else RobotModel(p.robot)
+        self.robot = robot if robot is not None else RobotModel(params.robot)
         model = self.robot.model
         if not self.robot.is_biped:
             raise ModelError(f"the MuJoCo biped backend needs left/right foot frames; '{self.robot.name}' "
                              "has none")
+        self.params = with_robot_defaults(params, self.robot)
+        p, opt = self.params, self.mujoco_params
         if model.nq != model.nv + 1 or any(model.joints[j].nq != 1 for j in range(2, model.njoints)):
             raise ModelError(f"the MuJoCo biped backend needs one-DoF joints; '{self.robot.name}' has others")
         self.pin_model, self.pin_data = model, model.createData()
@@ -408,7 +423,7 @@ class MujocoSim(_MujocoBackend):
         root = mjcf.add_base_joint(spec, "free")
         solref = (opt.contact_time_constant, opt.contact_damping_ratio)
         mjcf.add_floor(spec, opt.friction, solref=solref)
-        self._add_frame_site(spec, self.robot, root, p.imu_frame or self.robot.base_frame, "imu")
+        self._add_frame_site(spec, self.robot, root, p.imu_frame, "imu")
         self._add_frame_site(spec, self.robot, root, self.robot.base_frame, "base")
         half = np.array([(p.sole_front + p.sole_back) / 2, (p.sole_left + p.sole_right) / 2,
                          opt.sole_thickness / 2])
@@ -419,7 +434,7 @@ class MujocoSim(_MujocoBackend):
             f = model.frames[self.robot.frame_id(frame)]
             mjcf.add_box(spec, body, f"{foot}_box", f.placement.act(centre), half,
                          _wxyz(f.placement.rotation), opt.friction, solref)
-        self._add_servos(spec, self.robot.joint_names, opt)
+        self._add_servos(spec, self.robot.joint_names, opt, self.robot)
         self._init_common(spec, self.robot, p.hardware_period, self.robot.joint_names, p.latency)
         m = self.model
         self._sole_geoms = {m.geom(f"{foot}_box").id: i for i, foot in enumerate(FEET)}
@@ -580,7 +595,7 @@ class MujocoSim(_MujocoBackend):
             time=self._time, joint_names=names, joint_pos=joint_pos, joint_vel=joint_vel,
             motor_names=names, motor_pos=joint_pos, motor_vel=joint_vel, motor_torque=torque,
             contact_names=CONTACT_NAMES, contact=corners,
-            imu_names=(p.imu_frame or self.robot.base_frame,), imu_orientation_xyzw=imu_quat[None, :],
+            imu_names=(p.imu_frame,), imu_orientation_xyzw=imu_quat[None, :],
             imu_angular_vel=gyro[None, :], imu_linear_acc=acc[None, :],
             base_estimate_valid=True, base_position=base_position, base_orientation_xyzw=base_quat,
             base_linear_velocity=base_linear, base_angular_velocity=base_angular,
@@ -627,7 +642,7 @@ class MujocoWheelSim(ScriptedWheelsBackend, _MujocoBackend):
         mjcf.add_floor(spec, opt.friction, solref=(opt.contact_time_constant, opt.contact_damping_ratio))
         self._add_frame_site(spec, self.robot, root, self.robot.base_frame, "imu")
         self._add_frame_site(spec, self.robot, root, self.robot.base_frame, "base")
-        self._add_servos(spec, self.legs, opt)
+        self._add_servos(spec, self.legs, opt, self.robot)
         for name in self.wheels:
             joint = spec.joint(name)
             joint.armature = opt.armature
