@@ -1,5 +1,6 @@
 # walk_mpc: the two commands of the README, and a few more.
-#   make demo   build, then run the main job (a simulated robot walking, with feedback and a plot)
+#   make demo   build, then run the main job (a simulated robot walking, with feedback and a plot);
+#               make demo ROBOT=g1 SIM=mujoco: another robot of config/graph.yaml, MuJoCo physics
 #   make test   build, then run the whole test suite and print the pytest summary
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
@@ -7,6 +8,7 @@ ENV := source tools/env.sh &&
 ROS := $(ENV) source install/setup.bash &&
 PYTEST_ARGS ?=
 SIM ?= kinematic
+ROBOT ?= talos
 
 .PHONY: all setup build test demo bench lint clean distclean
 all: build
@@ -24,7 +26,7 @@ test: build
 	@$(ROS) WALK_MPC_REQUIRE_ROS=1 python -P -m pytest test -q -p no:cacheprovider $(PYTEST_ARGS)
 
 demo: build
-	@$(ROS) python -P -m walk_mpc.demo --sim $(SIM)
+	@$(ROS) python -P -m walk_mpc.demo --robot $(ROBOT) --sim $(SIM)
 
 bench: build
 	@$(ROS) for b in benchmarks/*.py; do echo "== $$b"; python -P $$b; done

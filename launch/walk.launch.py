@@ -1,6 +1,12 @@
 """Launch the walk_mpc node graph of config/graph.yaml with the parameters of config/<robot>.yaml.
 
-ros2 launch walk_mpc walk.launch.py [robot:=talos] [sim:=kinematic|mujoco|none] [rviz:=false] [config:=FILE]
+ros2 launch walk_mpc walk.launch.py [robot:=talos|g1|romeo] [sim:=kinematic|mujoco|none] [namespace:=robot1]
+                                    [rviz:=false] [config:=FILE]
+
+A robot with a ``model`` in config/graph.yaml (a robot description, config/robots/<model>.yaml) gets its
+values on top of the parameters file (walk_mpc.graph.Graph.overrides). A namespace puts the nodes, topics,
+services, actions and frames (``<namespace>/world``) of the graph under it: launch one graph per robot,
+e.g. ``namespace:=robot1 robot:=g1`` and ``namespace:=robot2 robot:=talos``.
 """
 
 from launch import LaunchDescription
@@ -8,7 +14,13 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from walk_mpc.graph import default_config_directory, load_graph
+from walk_mpc.graph import (
+    check_namespace,
+    default_config_directory,
+    load_graph,
+    namespace_frames,
+    namespaced_parameters_file,
+)
 
 
 def _nodes(context):
@@ -16,14 +28,22 @@ def _nodes(context):
     robot = LaunchConfiguration("robot").perform(context)
     sim = LaunchConfiguration("sim").perform(context)
     config = LaunchConfiguration("config").perform(context) or None
-    params_file = str(graph.config_path(robot, config))
-    actions = [
-        Node(package="walk_mpc", executable=spec.executable, name=spec.name, output="screen",
-             parameters=[params_file] + ([{"backend": sim}] if spec.name == "sim" else []))
-        for spec in graph.select(robot, sim)
-    ]
+    namespace = check_namespace(LaunchConfiguration("namespace").perform(context))
+    params_file = str(namespaced_parameters_file(graph.config_path(robot, config), namespace))
+    overrides = graph.overrides(robot)
+    for node, values in namespace_frames(namespace).items():
+        overrides.setdefault(node, {}).update(values)
+    actions = []
+    for spec in graph.select(robot, sim):
+        values = dict(overrides.get(spec.name, {}))
+        if spec.name == "sim":
+            values["backend"] = sim
+        actions.append(Node(package="walk_mpc", executable=spec.executable, name=spec.name, output="screen",
+                            namespace=namespace or None,
+                            parameters=[params_file] + ([values] if values else [])))
     if LaunchConfiguration("rviz").perform(context).lower() in ("true", "1", "yes"):
         actions.append(Node(package="rviz2", executable="rviz2", name="rviz2", output="screen",
+                            namespace=namespace or None,
                             arguments=["-d", str(default_config_directory() / "walk_mpc.rviz")]))
     return actions
 
@@ -31,9 +51,13 @@ def _nodes(context):
 def generate_launch_description() -> LaunchDescription:
     return LaunchDescription([
         DeclareLaunchArgument("robot", default_value="talos",
-                              description="robot: talos (walks) or upkie (wheels); see config/graph.yaml"),
+                              description="robot of config/graph.yaml: talos, g1, romeo (walk) or upkie "
+                                          "(wheels)"),
         DeclareLaunchArgument("sim", default_value="kinematic",
                               description="simulator backend: kinematic, mujoco, or none (real robot)"),
+        DeclareLaunchArgument("namespace", default_value="",
+                              description="namespace of the graph's nodes, topics and frames "
+                                          "(several robots)"),
         DeclareLaunchArgument("rviz", default_value="false",
                               description="start rviz2 with config/walk_mpc.rviz"),
         DeclareLaunchArgument("config", default_value="",

@@ -16,7 +16,12 @@ The demo's own nodes (action client, loop monitor, recorder) are spun by one
 :class:`~walk_mpc.tools.spin_thread.SpinThread`: every entity is created before it starts or on it, and
 destroyed after it stopped; if it dies, the demo stops at once with its error.
 
-    python -m walk_mpc.demo [--sim kinematic|mujoco] [--steps 10] [--length 0.2] [--out-dir .]
+    python -m walk_mpc.demo [--robot talos|g1|romeo] [--sim kinematic|mujoco] [--steps 10] [--length 0.2]
+                            [--namespace robot1] [--out-dir .]
+
+The robot is a robot of config/graph.yaml (an unknown name is an error listing them); the step width and
+duration default to its description's (config/robots/<model>.yaml: the standing sole distance, single +
+double support), the step length to 0.2 m within its step limits.
 """
 
 from __future__ import annotations
@@ -35,8 +40,10 @@ from rclpy.node import Node
 from std_msgs.msg import Bool, Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
+from walk_mpc.core.errors import WalkMpcError
 from walk_mpc.core.walk import footsteps
 from walk_mpc.core.walk.behavior import WalkFlags
+from walk_mpc.graph import load_graph
 from walk_mpc.msg import ComReference, FootstepPlan, SensorState, TickTiming, WalkFeedback
 from walk_mpc.nodes._common import LATCHED_QOS
 from walk_mpc.nodes.ik import is_reference_tick
@@ -160,27 +167,63 @@ class Progress:
               f"flags {walk.status_flags:#04x} {' '.join(other)}", flush=True)
 
 
+def robot_gait(robot: str, length: Optional[float], width: Optional[float],
+               duration: Optional[float]) -> Tuple[float, float, float]:
+    """(step length [m], sole distance [m], step duration [s]) of the demo's walk for graph robot ``robot``:
+    the given values, else its description's (Talos without a model in graph.yaml: 0.2 m, 0.17 m, 1.1 s).
+
+    Raises:
+        ConfigError: ``robot`` is not a robot of config/graph.yaml (the message lists them).
+    """
+    spec = load_graph().robot(robot)
+    defaults = (0.2, 0.17, 1.1)
+    if spec.model:
+        from walk_mpc.core.body.robot import RobotModel
+
+        model = RobotModel(RobotModel.Parameters(robot=spec.model))
+        limits = model.step_limits()
+        defaults = (min(0.2, limits.max_forward), round(model.standing_sole_distance(), 4),
+                    limits.single_support + limits.double_support)
+    given = (length, width, duration)
+    return tuple(d if v is None else float(v) for v, d in zip(given, defaults))
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--robot", default="talos")
+    parser.add_argument("--robot", default="talos", help="robot of config/graph.yaml (talos, g1, romeo...)")
+    parser.add_argument("--namespace", default="", help="namespace of the graph and the demo's nodes")
     parser.add_argument("--sim", default="kinematic", help="kinematic or mujoco")
     parser.add_argument("--config", default=None, help="parameters file (default: the robot's)")
     parser.add_argument("--steps", type=int, default=10, help="steps (the last closes the feet)")
-    parser.add_argument("--length", type=float, default=0.2, help="[m] step length")
-    parser.add_argument("--width", type=float, default=0.17, help="[m] lateral distance between the soles")
-    parser.add_argument("--duration", type=float, default=1.1, help="[s] step duration (single + double)")
+    parser.add_argument("--length", type=float, default=None,
+                        help="[m] step length (default: 0.2 within the robot's step limits)")
+    parser.add_argument("--width", type=float, default=None,
+                        help="[m] lateral distance between the soles (default: the robot's standing one)")
+    parser.add_argument("--duration", type=float, default=None,
+                        help="[s] step duration, single + double support (default: the robot's)")
     parser.add_argument("--out-dir", type=Path, default=Path("."), help="where walk.mcap and walk.png go")
     parser.add_argument("--timeout", type=float, default=120.0, help="[s] give up on the walk after this")
     args = parser.parse_args(argv)
+    try:
+        gait = robot_gait(args.robot, args.length, args.width, args.duration)
+    except WalkMpcError as exc:  # an unknown robot: the message lists the known ones
+        print(f"demo: {exc}", file=sys.stderr)
+        return 2
+    args.length, args.width, args.duration = gait
     args.out_dir.mkdir(parents=True, exist_ok=True)
     mcap_path, png_path = args.out_dir / "walk.mcap", args.out_dir / "walk.png"
 
-    print(f"walk_mpc demo: robot {args.robot}, simulator {args.sim}; node logs in {args.out_dir / 'logs'}")
-    graph = GraphProcesses(args.robot, args.sim, args.config, log_dir=args.out_dir / "logs").start()
+    print(f"robot: {args.robot}")
+    where = f", namespace /{args.namespace}" if args.namespace else ""
+    print(f"walk_mpc demo: robot {args.robot}, simulator {args.sim}{where}; "
+          f"node logs in {args.out_dir / 'logs'}")
+    graph = GraphProcesses(args.robot, args.sim, args.config, log_dir=args.out_dir / "logs",
+                           namespace=args.namespace).start()
     rclpy.init()
-    client = rclpy.create_node("walk_mpc_demo")
-    monitor = LoopMonitor()
-    recorder = RecorderNode(mcap_path, RECORDED_TOPICS)
+    ns = {"namespace": args.namespace} if args.namespace else {}
+    client = rclpy.create_node("walk_mpc_demo", **ns)
+    monitor = LoopMonitor(**ns)
+    recorder = RecorderNode(mcap_path, RECORDED_TOPICS, **ns)
     # Every entity exists before the spin thread starts (current_feet's subscription is created and
     # destroyed on that thread): an entity destroyed while another thread spins its executor kills that
     # thread (issue 21). The action client exists from the start, so the server has discovered it by the
@@ -251,9 +294,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               "sim's start to its last report: command after the next sample (sim/deadlines)")
     print(f"Recording: {mcap_path} ({recorder.recorder.count} messages)")
     try:
+        from walk_mpc.core.body.robot import RobotModel
         from walk_mpc.tools.plot_walk import plot, read_recording
 
-        plot(read_recording(mcap_path), png_path, title=f"walk_mpc demo ({args.robot}, {args.sim})")
+        model = load_graph().robot(args.robot).model or "talos_reduced"
+        sole = RobotModel(RobotModel.Parameters(robot=model)).sole_size
+        extents = (sole.front, sole.back, sole.left, sole.right)
+        recording = read_recording(mcap_path, robot=model, sole=extents)
+        plot(recording, png_path, title=f"walk_mpc demo ({args.robot}, {args.sim})")
         print(f"Plot: {png_path}")
     except Exception as exc:  # the walk's outcome matters more than the plot
         print(f"Plot failed: {exc}", file=sys.stderr)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from walk_mpc.core.errors import ConfigError
 from walk_mpc.core.params import load_yaml
@@ -24,12 +24,17 @@ class NodeSpec:
 
 @dataclasses.dataclass(frozen=True)
 class RobotSpec:
-    """What a robot has, and its default parameters file name."""
+    """What a robot has, its default parameters file name, and its robot description.
+
+    ``model`` names a robot description (config/robots/<model>.yaml) replacing the parameters file's robot:
+    the nodes get :func:`robot_overrides` of it on top of the file ('' = the file's robot as it is).
+    """
 
     name: str
     wheels: bool
     legs: bool
     config: str
+    model: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +59,16 @@ class Graph:
     def config_path(self, robot: str, config: Optional[str] = None) -> Path:
         """The parameters file: ``config`` if given, else the robot's default in the config directory."""
         return Path(config) if config else self.directory / self.robot(robot).config
+
+    def overrides(self, robot: str) -> Dict[str, Dict[str, Any]]:
+        """Per node name, the parameters that make the parameters file drive ``robot`` (see
+        :func:`robot_overrides`; empty for a robot without ``model``).
+
+        Raises:
+            ConfigError: On an unknown robot or robot description.
+        """
+        spec = self.robot(robot)
+        return robot_overrides(spec.model) if spec.model else {}
 
     def select(self, robot: str, sim: str) -> Tuple[NodeSpec, ...]:
         """The nodes to start for ``robot`` with the simulator backend ``sim`` ('none' for a real robot).
@@ -112,9 +127,116 @@ def load_graph(path: Optional[Path] = None) -> Graph:
         raise ConfigError(f"duplicate node names in {names}", "nodes", source)
     robots = []
     for name, entry in (data.get("robots") or {}).items():
-        extra = set(entry) - {"wheels", "legs", "config"}
+        extra = set(entry) - {"wheels", "legs", "config", "model"}
         if extra:
             raise ConfigError(f"unknown keys {sorted(extra)}", f"robots.{name}", source)
         robots.append(RobotSpec(name, bool(entry.get("wheels", False)), bool(entry.get("legs", True)),
-                                str(entry.get("config", "walk_mpc.yaml"))))
+                                str(entry.get("config", "walk_mpc.yaml")), str(entry.get("model", ""))))
     return Graph(tuple(nodes), tuple(robots), path.parent)
+
+
+def robot_overrides(model: str) -> Dict[str, Dict[str, Any]]:
+    """Per node name, the flat (dotted) parameters of the legged graph that come from robot description
+    ``model`` (config/robots/<model>.yaml, or a robot YAML path): the robot of every node, the planner's
+    sole region and LIPM height, the walk behavior's step limits, double support and initial feet, the
+    simulated sole size (the simulator takes the robot's IMU frame when the file's ``imu_frame`` is '').
+
+    Raises:
+        ConfigError, ParameterError, ModelError: The description cannot be loaded.
+    """
+    from walk_mpc.core.body.robot import RobotModel  # pinocchio: loaded only for robots with a model
+
+    robot = RobotModel(RobotModel.Parameters(robot=model))
+    limits = robot.step_limits()
+    sole = robot.planner_sole()
+    q = robot.reference_configuration()
+    feet = robot.foot_poses(q) if robot.is_biped else {}
+
+    def position(frame: str) -> list:
+        return [round(float(v), 6) for v in feet[frame][0]]
+
+    walk_behavior: Dict[str, Any] = {"robot.robot": model}
+    if robot.is_biped:
+        walk_behavior.update({
+            "behavior.limits.max_forward": limits.max_forward,
+            "behavior.limits.max_backward": limits.max_backward,
+            "behavior.limits.min_width": limits.min_width,
+            "behavior.limits.max_width": limits.max_width,
+            "behavior.limits.max_yaw_change": limits.max_yaw_change,
+            "behavior.timing.double_support_duration": limits.double_support,
+            "initial_left_position": position(robot.left_foot_frame),
+            "initial_right_position": position(robot.right_foot_frame),
+        })
+    planner: Dict[str, Any] = {"robot.robot": model}
+    if robot.is_biped:
+        planner.update({"planner.sole.front": sole.front, "planner.sole.back": sole.back,
+                        "planner.sole.left": sole.left, "planner.sole.right": sole.right,
+                        "planner.mpc.com_height": round(robot.standing_com_height(), 4)})
+    sim: Dict[str, Any] = {"kinematic.robot.robot": model}
+    if robot.is_biped:
+        size = robot.sole_size
+        sim.update({"kinematic.sole_front": size.front, "kinematic.sole_back": size.back,
+                    "kinematic.sole_left": size.left, "kinematic.sole_right": size.right})
+    return {"walk_behavior": walk_behavior, "mpc_planner": planner, "ik": {"robot.robot": model}, "sim": sim}
+
+
+#: Nodes publishing frame ids, and their parameter naming the fixed frame.
+FRAME_PARAMETERS = {"mpc_planner": "frame_id", "sim": "frame_id"}
+
+
+def check_namespace(namespace: str) -> str:
+    """``namespace`` without leading / trailing slashes ('' for none).
+
+    Raises:
+        ConfigError: Not a ROS name (letters, digits, underscores and '/', not starting with a digit).
+    """
+    if not isinstance(namespace, str):
+        raise ConfigError(f"namespace must be a string, got {namespace!r}", "namespace")
+    stripped = namespace.strip("/")
+    for part in stripped.split("/") if stripped else []:
+        if not part or not (part[0].isalpha() or part[0] == "_") or not all(
+                c.isalnum() or c == "_" for c in part):
+            raise ConfigError(f"invalid namespace '{namespace}': ROS names are letters, digits and '_' "
+                              "separated by '/', not starting with a digit", "namespace")
+    return stripped
+
+
+def namespace_frames(namespace: str) -> Dict[str, Dict[str, Any]]:
+    """Per node name, the frame parameters of a graph in ``namespace``: the fixed frame ``<namespace>/world``
+    (empty without a namespace: the parameters file's)."""
+    stripped = check_namespace(namespace)
+    if not stripped:
+        return {}
+    return {node: {parameter: f"{stripped}/world"} for node, parameter in FRAME_PARAMETERS.items()}
+
+
+def namespaced_parameters_file(path: Path, namespace: str, directory: Optional[Path] = None) -> Path:
+    """A copy of parameters file ``path`` whose node sections apply to the nodes in ``namespace``.
+
+    ROS matches a section ``ik:`` only to the node ``/ik``: in a namespace the nodes would silently run
+    on their defaults. The copy keys each section by the node's full name (``/robot1/ik:``). Returns
+    ``path`` itself without a namespace.
+
+    Args:
+        path: Parameters file.
+        namespace: Namespace of the nodes ('' = none).
+        directory: Where the copy goes (default: a new temporary directory).
+
+    Raises:
+        ConfigError: Unreadable file or invalid namespace.
+    """
+    import tempfile
+
+    import yaml
+
+    stripped = check_namespace(namespace)
+    if not stripped:
+        return Path(path)
+    document = load_yaml(path)
+    rewritten = {key if str(key).startswith("/") else f"/{stripped}/{key}": value
+                 for key, value in document.items()}
+    directory = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="walk_mpc_params_"))
+    directory.mkdir(parents=True, exist_ok=True)
+    out = directory / f"{stripped.replace('/', '_')}_{Path(path).name}"
+    out.write_text(yaml.safe_dump(rewritten, sort_keys=False), encoding="utf-8")
+    return out

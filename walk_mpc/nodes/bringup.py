@@ -4,8 +4,14 @@ Starts the same nodes with the same parameters file as launch/walk.launch.py, in
 SingleThreadedExecutor (rclpy 9's MultiThreadedExecutor drops most of a 100 Hz sensor stream here:
 it resubmits tasks its pool has not started; no walk_mpc callback blocks):
 
-    python -m walk_mpc.nodes.bringup [--robot talos] [--sim kinematic|mujoco|none] [--config FILE]
+    python -m walk_mpc.nodes.bringup [--robot talos|g1|romeo] [--sim kinematic|mujoco|none]
+                                     [--config FILE] [--namespace robot1]
     ros2 run walk_mpc bringup --robot talos
+
+A robot of config/graph.yaml with a ``model`` (a robot description, config/robots/<model>.yaml) gets that
+robot's values on top of the parameters file (:meth:`walk_mpc.graph.Graph.overrides`). A namespace puts
+every node, topic, service and action of the graph under it (``/robot1/sensor_state``...) and its frames
+under ``<namespace>/`` (``frame_id`` ``robot1/world``), so several robots run side by side.
 
 Each node module exposes ``NODE_CLASS``, a Node subclass accepting ``Node`` keyword arguments
 (``parameter_overrides``); the overrides are the node's section of the parameters file.
@@ -24,12 +30,13 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from walk_mpc.graph import load_graph
+from walk_mpc.graph import load_graph, namespace_frames
 from walk_mpc.nodes._common import bringup_overrides, freeze_startup_objects, run_guarded
 
 
 def create_nodes(robot: str = "talos", sim: str = "kinematic", config: Optional[str] = None,
-                 context: Optional[Context] = None, extra: Optional[dict] = None) -> List[Node]:
+                 context: Optional[Context] = None, extra: Optional[dict] = None,
+                 namespace: str = "") -> List[Node]:
     """Instantiate the graph's nodes for ``robot`` and ``sim`` with their parameters from the config file.
 
     Args:
@@ -37,24 +44,30 @@ def create_nodes(robot: str = "talos", sim: str = "kinematic", config: Optional[
         sim: Simulator backend ('kinematic', 'mujoco') or 'none'.
         config: Parameters file (default: the robot's file in config/).
         context: rclpy context to create the nodes in (default: the global one).
-        extra: Per node name, extra parameter overrides {name: value} (applied after the file's).
+        extra: Per node name, extra parameter overrides {name: value} (applied after the file's and the
+            robot's).
+        namespace: Namespace of the nodes ('' = none); frames get it as a prefix.
 
     Raises:
         WalkMpcError: On an unknown robot or backend, or invalid parameters (named in the message).
     """
     graph = load_graph()
     path = graph.config_path(robot, config)
+    robot_values = graph.overrides(robot)
+    frames = namespace_frames(namespace)
     nodes: List[Node] = []
     try:
         for spec in graph.select(robot, sim):
             module = importlib.import_module(f"walk_mpc.nodes.{spec.executable}")
             overrides = bringup_overrides(spec.name, path)
-            more = dict(extra.get(spec.name, {})) if extra else {}
+            more = {**robot_values.get(spec.name, {}), **frames.get(spec.name, {})}
+            more.update(extra.get(spec.name, {}) if extra else {})
             if spec.name == "sim":
                 more.setdefault("backend", sim)
             overrides = [p for p in overrides if p.name not in more] + [
                 Parameter(k, value=v) for k, v in more.items()]
-            nodes.append(module.NODE_CLASS(parameter_overrides=overrides, context=context))
+            kwargs = {"namespace": namespace} if namespace else {}
+            nodes.append(module.NODE_CLASS(parameter_overrides=overrides, context=context, **kwargs))
     except BaseException:
         for node in nodes:
             _destroy(node)
@@ -74,8 +87,9 @@ class Bringup:
     """
 
     def __init__(self, robot: str = "talos", sim: str = "kinematic", config: Optional[str] = None,
-                 context: Optional[Context] = None, extra: Optional[dict] = None) -> None:
-        self.nodes = create_nodes(robot, sim, config, context, extra)
+                 context: Optional[Context] = None, extra: Optional[dict] = None,
+                 namespace: str = "") -> None:
+        self.nodes = create_nodes(robot, sim, config, context, extra, namespace)
         self.executor = SingleThreadedExecutor(context=context)
         for node in self.nodes:
             self.executor.add_node(node)
@@ -111,11 +125,12 @@ def main(args: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--robot", default="talos")
     parser.add_argument("--sim", default="kinematic", help="kinematic, mujoco or none")
     parser.add_argument("--config", default=None, help="parameters file (default: the robot's)")
+    parser.add_argument("--namespace", default="", help="namespace of the graph (several robots)")
     ros_args = rclpy.utilities.remove_ros_args(args)
     options = parser.parse_args(ros_args[1:] if args is None else [a for a in ros_args if a])
 
     def spin() -> None:
-        nodes = create_nodes(options.robot, options.sim, options.config)
+        nodes = create_nodes(options.robot, options.sim, options.config, namespace=options.namespace)
         freeze_startup_objects()
         executor = SingleThreadedExecutor()
         for node in nodes:

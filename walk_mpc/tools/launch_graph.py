@@ -3,7 +3,12 @@
 For machines without the ros2 CLI (and for tests and the demo): the same config/graph.yaml and parameters
 file as launch/walk.launch.py, one process per node, output prefixed with the node name::
 
-    python -m walk_mpc.tools.launch_graph [--robot talos] [--sim kinematic|mujoco|none] [--config FILE]
+    python -m walk_mpc.tools.launch_graph [--robot talos|g1|romeo] [--sim kinematic|mujoco|none]
+                                          [--config FILE] [--namespace robot1]
+
+A robot with a ``model`` in config/graph.yaml gets its description's values on top of the parameters file
+(``-p`` arguments, :meth:`walk_mpc.graph.Graph.overrides`); a namespace puts the graph's nodes, topics and
+frames under it (several robots side by side).
 
 Ctrl-C stops every node. The exit code is non-zero when a node exits on its own with an error. On Linux a
 node also gets SIGTERM when the process that started it dies (killed, crashed), so no node outlives its
@@ -13,6 +18,7 @@ launcher and keeps publishing into the domain.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import subprocess
@@ -21,7 +27,7 @@ import threading
 from pathlib import Path
 from typing import IO, Dict, List, Optional, Sequence
 
-from walk_mpc.graph import load_graph
+from walk_mpc.graph import check_namespace, load_graph, namespace_frames, namespaced_parameters_file
 
 _PR_SET_PDEATHSIG = 1  # prctl option (linux/prctl.h)
 
@@ -56,10 +62,15 @@ class GraphProcesses:
 
     def __init__(self, robot: str = "talos", sim: str = "kinematic", config: Optional[str] = None,
                  log_dir: Optional[os.PathLike] = None,
-                 extra_args: Optional[Dict[str, Sequence[str]]] = None) -> None:
+                 extra_args: Optional[Dict[str, Sequence[str]]] = None, namespace: str = "") -> None:
         graph = load_graph()
         self.specs = graph.select(robot, sim)
-        self.params_file = graph.config_path(robot, config)
+        self.namespace = check_namespace(namespace)
+        self.params_file = namespaced_parameters_file(graph.config_path(robot, config), self.namespace,
+                                                      Path(log_dir) if log_dir else None)
+        self.overrides = graph.overrides(robot)
+        for node, values in namespace_frames(self.namespace).items():
+            self.overrides.setdefault(node, {}).update(values)
         self.sim = sim
         self.log_dir = Path(log_dir) if log_dir else None
         self.extra_args = dict(extra_args or {})
@@ -72,6 +83,10 @@ class GraphProcesses:
         spec = next(s for s in self.specs if s.name == name)
         args = [sys.executable, "-P", "-m", f"walk_mpc.nodes.{spec.executable}", "--ros-args",
                 "-r", f"__node:={spec.name}", "--params-file", str(self.params_file)]
+        if self.namespace:
+            args += ["-r", f"__ns:=/{self.namespace}"]
+        for key, value in self.overrides.get(spec.name, {}).items():
+            args += ["-p", f"{key}:={json.dumps(value)}"]  # JSON is YAML: strings quoted, lists in brackets
         if spec.name == "sim":
             args += ["-p", f"backend:={self.sim}"]
         return args + list(self.extra_args.get(spec.name, ()))
@@ -151,8 +166,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--robot", default="talos")
     parser.add_argument("--sim", default="kinematic", help="kinematic, mujoco or none")
     parser.add_argument("--config", default=None, help="parameters file (default: the robot's)")
+    parser.add_argument("--namespace", default="", help="namespace of the graph (several robots)")
     args = parser.parse_args(argv)
-    graph = GraphProcesses(args.robot, args.sim, args.config).start()
+    graph = GraphProcesses(args.robot, args.sim, args.config, namespace=args.namespace).start()
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
