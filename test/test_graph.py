@@ -13,7 +13,7 @@ CONFIG = Path(__file__).resolve().parents[1] / "config"
 def test_talos_with_kinematic_sim_runs_the_walking_nodes_and_sim():
     graph = load_graph(CONFIG / "graph.yaml")
     names = [n.name for n in graph.select("talos", "kinematic")]
-    assert names == ["walk_behavior", "mpc_planner", "ik", "sim"]
+    assert names == ["walk_behavior", "mpc_planner", "ik", "sim", "robot_state"]
 
 
 def test_real_robot_runs_no_sim_and_upkie_runs_wheel_contact():
@@ -49,3 +49,61 @@ def test_malformed_graph_file_is_refused(tmp_path):
     bad.write_text("nodes: []\nextras: 1\n")
     with pytest.raises(ConfigError, match="unknown keys"):
         load_graph(bad)
+
+
+# ---------------------------------------------------------------------------------------------- robots, namespaces
+
+
+def test_a_robot_with_a_model_gets_its_description_values_on_top_of_the_parameters_file():
+    from walk_mpc.core.body.robot import RobotModel
+
+    graph = load_graph(CONFIG / "graph.yaml")
+    assert graph.overrides("talos") == {}  # the parameters file is Talos's
+    g1 = graph.overrides("g1")
+    for node, key in (("ik", "robot.robot"), ("mpc_planner", "robot.robot"), ("walk_behavior", "robot.robot"),
+                      ("sim", "kinematic.robot.robot"), ("robot_state", "frames.robot.robot")):
+        assert g1[node][key] == "g1"
+    robot = RobotModel(RobotModel.Parameters(robot="g1"))
+    sole = robot.planner_sole()
+    assert g1["mpc_planner"]["planner.sole.front"] == sole.front
+    assert g1["mpc_planner"]["planner.mpc.com_height"] == pytest.approx(robot.standing_com_height(), abs=1e-4)
+    assert g1["sim"]["kinematic.sole_left"] == robot.sole_size.left
+    assert g1["walk_behavior"]["initial_left_position"][1] == pytest.approx(0.1, abs=1e-3)
+    assert g1["walk_behavior"]["behavior.limits.max_forward"] == robot.step_limits().max_forward
+
+
+def test_a_namespace_prefixes_the_frames_and_the_parameters_file_sections(tmp_path):
+    from walk_mpc.core.params import load_yaml
+    from walk_mpc.graph import namespace_frames, namespaced_parameters_file
+
+    assert namespace_frames("") == {}
+    frames = namespace_frames("/robot1/")
+    assert frames["sim"]["frame_id"] == frames["mpc_planner"]["frame_id"] == "robot1/world"
+    assert frames["robot_state"] == {"frames.world_frame": "robot1/world", "frames.frame_prefix": "robot1/"}
+    source = CONFIG / "walk_mpc.yaml"
+    assert namespaced_parameters_file(source, "") == source
+    copy = namespaced_parameters_file(source, "robot1", tmp_path)
+    original, rewritten = load_yaml(source), load_yaml(copy)
+    assert set(rewritten) == {f"/robot1/{name}" for name in original}
+    assert rewritten["/robot1/ik"] == original["ik"]
+
+
+@pytest.mark.parametrize("namespace", ["1robot", "robot-1", "a//b", 3])
+def test_an_invalid_namespace_is_refused_naming_it(namespace):
+    from walk_mpc.graph import check_namespace
+
+    with pytest.raises(ConfigError, match="namespace"):
+        check_namespace(namespace)
+
+
+def test_graph_processes_put_each_node_in_the_namespace_with_the_robot_values(tmp_path):
+    from walk_mpc.tools.launch_graph import GraphProcesses
+
+    graph = GraphProcesses("g1", "mujoco", log_dir=tmp_path, namespace="robot1")
+    command = graph.command("mpc_planner")
+    assert command[command.index("--params-file") + 1] == str(graph.params_file)
+    assert graph.params_file.parent == tmp_path
+    assert "__ns:=/robot1" in command
+    assert 'robot.robot:="g1"' in command
+    assert 'frame_id:="robot1/world"' in command
+    assert "backend:=mujoco" in graph.command("sim")

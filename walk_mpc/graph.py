@@ -177,11 +177,15 @@ def robot_overrides(model: str) -> Dict[str, Dict[str, Any]]:
         size = robot.sole_size
         sim.update({"kinematic.sole_front": size.front, "kinematic.sole_back": size.back,
                     "kinematic.sole_left": size.left, "kinematic.sole_right": size.right})
-    return {"walk_behavior": walk_behavior, "mpc_planner": planner, "ik": {"robot.robot": model}, "sim": sim}
+    return {"walk_behavior": walk_behavior, "mpc_planner": planner, "ik": {"robot.robot": model}, "sim": sim,
+            "robot_state": {"frames.robot.robot": model}}
 
 
 #: Nodes publishing frame ids, and their parameter naming the fixed frame.
-FRAME_PARAMETERS = {"mpc_planner": "frame_id", "sim": "frame_id"}
+FRAME_PARAMETERS = {"mpc_planner": "frame_id", "sim": "frame_id", "robot_state": "frames.world_frame"}
+
+#: Nodes publishing the robot's links, and their parameter prefixing the link names.
+FRAME_PREFIX_PARAMETERS = {"robot_state": "frames.frame_prefix"}
 
 
 def check_namespace(namespace: str) -> str:
@@ -203,11 +207,15 @@ def check_namespace(namespace: str) -> str:
 
 def namespace_frames(namespace: str) -> Dict[str, Dict[str, Any]]:
     """Per node name, the frame parameters of a graph in ``namespace``: the fixed frame ``<namespace>/world``
-    (empty without a namespace: the parameters file's)."""
+    and the links ``<namespace>/<link>`` (empty without a namespace: the parameters file's)."""
     stripped = check_namespace(namespace)
     if not stripped:
         return {}
-    return {node: {parameter: f"{stripped}/world"} for node, parameter in FRAME_PARAMETERS.items()}
+    frames: Dict[str, Dict[str, Any]] = {node: {parameter: f"{stripped}/world"}
+                                         for node, parameter in FRAME_PARAMETERS.items()}
+    for node, parameter in FRAME_PREFIX_PARAMETERS.items():
+        frames.setdefault(node, {})[parameter] = f"{stripped}/"
+    return frames
 
 
 def namespaced_parameters_file(path: Path, namespace: str, directory: Optional[Path] = None) -> Path:
