@@ -51,7 +51,7 @@ def test_malformed_graph_file_is_refused(tmp_path):
         load_graph(bad)
 
 
-# ---------------------------------------------------------------------------------------------- robots, namespaces
+# ------------------------------------------------------------------------------------ robots, namespaces
 
 
 def test_a_robot_with_a_model_gets_its_description_values_on_top_of_the_parameters_file():

@@ -1,9 +1,8 @@
-"""Several robots at once: two graphs in namespaces (in-process bringup), each with its own topics and frames."""
+"""Several robots at once: two graphs in namespaces (in-process bringup), each with its topics and frames."""
 
 from __future__ import annotations
 
 import pytest
-
 from ros_helpers import wait_until
 
 pytestmark = pytest.mark.ros
