@@ -38,7 +38,9 @@ import walk_mpc
 files = {"walk_mpc": walk_mpc.__file__}
 for name in sys.argv[1:]:
     files[name] = importlib.import_module(name).__file__
-print(json.dumps({"prefix": sys.prefix, "files": files}))
+from walk_mpc.core.body.robot import robot_directories, robot_names
+print(json.dumps({"prefix": sys.prefix, "files": files, "robots": list(robot_names()),
+                  "robot_dirs": [str(d) for d in robot_directories()]}))
 """
 
 
@@ -72,6 +74,7 @@ def _copy_sources(dest: Path) -> Path:
         shutil.copy2(REPO / name, src / name)
     shutil.copytree(REPO / "walk_mpc", src / "walk_mpc",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(REPO / "config" / "robots", src / "config" / "robots")
     return src
 
 
@@ -126,6 +129,8 @@ def test_wheel_installs_every_core_subpackage(tmp_path):
     assert not {p for p in packages if p.startswith(("walk_mpc/nodes", "walk_mpc/tools"))}, packages
     for name in MODULES:
         assert name.replace(".", "/") + ".py" in names, name
+    # The robot descriptions go to <prefix>/share/walk_mpc/config/robots (setup.cfg data_files).
+    assert any(n.endswith(".data/data/share/walk_mpc/config/robots/g1.yaml") for n in names), names
 
     venv = tmp_path / "venv"
     python = _make_venv(venv, env)
@@ -142,3 +147,6 @@ def test_wheel_installs_every_core_subpackage(tmp_path):
     assert Path(result["prefix"]).resolve() == venv.resolve()
     for name, file in result["files"].items():
         assert Path(file).resolve().is_relative_to(venv.resolve()), (name, file)
+    assert {"talos", "g1", "romeo", "solo12"} <= set(result["robots"])
+    robots = (venv / "share" / "walk_mpc" / "config" / "robots").resolve()
+    assert [Path(d).resolve() for d in result["robot_dirs"]] == [robots]
