@@ -8,7 +8,9 @@ default, node logs in a temporary directory). For each node (walk_behavior, mpc_
 * the walk's end: the result (or the client's error when walk_behavior died) and its time after the kill;
 * whether the robot fell (``sim/fall``) in the 3 s after the kill;
 * the largest distance of a CoM reference (``mpc/com_reference``) to the feet of the plan after the kill;
-* recovery: the time from the node's restart to the loop running again (ik ticks on references);
+* recovery: the time from the node's restart to the loop running again (ik ticks on references), split into
+  the process start (restart to the node's first output: interpreter, imports, model) and the node's own
+  recovery (first output to the loop running again);
 * a 2-step walk after the restart: its result.
 
 Printed as a table. A benchmark, not a test: it runs in real time on the physics (about 20 s per row).
@@ -31,7 +33,7 @@ from typing import List
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-from std_msgs.msg import Bool
+from std_msgs.msg import Bool, Float64MultiArray
 
 from walk_mpc.core.walk import footsteps
 from walk_mpc.core.walk.behavior import WalkErrorCode
@@ -61,11 +63,16 @@ class Probe:
         self.coms: List[tuple] = []  # (monotonic time, x, y) of every reference
         self.ticks = 0
         self.statuses = 0  # walk/status messages (walk_behavior ticks on samples)
+        self.outputs = {name: 0 for name in NODES}  # messages of each node (status, reference, ik timing)
+        self.deadlines = (0.0, 0.0)  # the sim's (missed, measured) totals
         self.node.create_subscription(WalkFeedback, "walk/status", self._on_status, 100)
         self.node.create_subscription(Bool, "sim/fall", self._on_fall, latched)
         self.node.create_subscription(FootstepPlan, "walk/plan", self._on_plan, latched)
         self.node.create_subscription(ComReference, "mpc/com_reference", self._on_reference, 100)
         self.node.create_subscription(TickTiming, "ik/timing", self._on_tick, 100)
+        self.node.create_subscription(Float64MultiArray, "sim/deadlines", self._on_deadlines,
+                                      QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
+                                                 durability=DurabilityPolicy.TRANSIENT_LOCAL))
         self.topic = self.node.resolve_topic_name("mpc/com_reference")
         self.client = walk_action_client(self.node)
         self.executor = SingleThreadedExecutor(context=self.context)
@@ -76,6 +83,12 @@ class Probe:
     def _on_status(self, msg) -> None:
         with self.lock:
             self.statuses += 1
+            self.outputs["walk_behavior"] += 1
+
+    def _on_deadlines(self, msg) -> None:
+        if len(msg.data) >= 2:
+            with self.lock:
+                self.deadlines = (msg.data[0], msg.data[1])
 
     def _on_fall(self, msg) -> None:
         with self.lock:
@@ -88,11 +101,15 @@ class Probe:
             self.plan = msg
 
     def _on_reference(self, msg) -> None:
+        with self.lock:
+            self.outputs["mpc_planner"] += 1
         if msg.com_position:
             with self.lock:
                 self.coms.append((time.monotonic(), msg.com_position[0].x, msg.com_position[0].y))
 
     def _on_tick(self, msg) -> None:
+        with self.lock:
+            self.outputs["ik"] += 1
         if is_reference_tick(msg, self.topic):
             with self.lock:
                 self.ticks += 1
@@ -178,17 +195,28 @@ def drill(processes: GraphProcesses, probe: Probe, node: str, phase: str) -> dic
     with probe.lock:
         ticks = probe.ticks
         statuses = probe.statuses
-    ok = probe.wait(lambda: probe.ticks >= ticks + 25 and probe.statuses >= statuses + 25, 60.0)
+        outputs = probe.outputs[node]
+    up = probe.wait(lambda: probe.outputs[node] > outputs, 60.0)
+    started = time.monotonic()
+    row["startup_s"] = started - restart if up else float("nan")
+    ok = probe.wait(lambda: probe.ticks > ticks and probe.statuses > statuses, 60.0)
+    row["loop_s"] = time.monotonic() - started if ok and up else float("nan")
+    ok = ok and probe.wait(lambda: probe.ticks >= ticks + 25 and probe.statuses >= statuses + 25, 60.0)
     row["recovery_s"] = time.monotonic() - restart if ok else float("nan")
     if row["fell"]:
         row["after"] = "not tried (fell)"
         return row
     time.sleep(1.0)  # the restarted node's first plan / references
+    with probe.lock:
+        before = probe.deadlines
     try:
         after = probe.walk(probe.steps(2))
         row["after"] = outcome_text(after)
     except (ActionServerLost, TimeoutError) as exc:
         row["after"] = type(exc).__name__
+    with probe.lock:
+        missed, measured = (now - then for now, then in zip(probe.deadlines, before))
+    row["after_missed"] = f"{missed:.0f}/{measured:.0f}"
     return row
 
 
@@ -214,7 +242,9 @@ def main() -> int:
                     print(f"{row['node']:13s} {row['phase']:6s} {row['result']:22s} "
                           f"end {row['end_s']:5.2f} s  "
                           f"fell {row['fell']!s:5s}  max ref {row['max_ref_m']:6.3f} m  recovery "
-                          f"{row['recovery_s']:5.2f} s  after restart {row['after']}", flush=True)
+                          f"{row['recovery_s']:5.2f} s (start {row.get('startup_s', math.nan):.2f} + loop "
+                          f"{row.get('loop_s', math.nan):.2f})  after restart {row['after']} "
+                          f"(missed deadlines {row.get('after_missed', '-')})", flush=True)
                     if row["fell"]:
                         print("the robot fell: the remaining rows are not meaningful", flush=True)
                         return 1
@@ -222,10 +252,12 @@ def main() -> int:
             probe.close()
             processes.stop()
     print("\n| node | phase | result | end after kill [s] | fell | max CoM ref to feet [m] | recovery [s] | "
-          "walk after restart |\n|---|---|---|---|---|---|---|---|")
+          "of which process start [s] | node up to loop [s] | walk after restart | its missed deadlines |"
+          "\n|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['node']} | {r['phase']} | {r['result']} | {r['end_s']:.2f} | {r['fell']} | "
-              f"{r['max_ref_m']:.3f} | {r['recovery_s']:.2f} | {r['after']} |")
+              f"{r['max_ref_m']:.3f} | {r['recovery_s']:.2f} | {r.get('startup_s', float('nan')):.2f} | "
+              f"{r.get('loop_s', float('nan')):.2f} | {r['after']} | {r.get('after_missed', '-')} |")
     return 0
 
 
