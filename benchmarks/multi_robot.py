@@ -1,0 +1,215 @@
+"""Benchmark: how many robots' graphs this machine carries at the 10 ms hardware period (issues 19 and 21).
+
+For each count N of ``--robots``, N graphs run at once (Talos, kinematic sim, the shipped config: one process
+per node, :class:`walk_mpc.tools.launch_graph.GraphProcesses`), each in a DDS domain of its own (nothing is
+shared between robots but the CPU), each with a probe process: the demo's :class:`~walk_mpc.demo.LoopMonitor`
+(``sim/latency`` and ``sim/deadlines``), and with ``--recorder`` the demo's recorder writing an MCAP file of
+the demo's topics. Once every graph runs, all robots walk at once (one goal of 0.1 m steps long enough for
+``--duration`` seconds; cancelled at the end of the window) and the window is measured:
+
+* per robot: sensor -> joint command latency as the sim measures it (median, p99, max), missed control
+  deadlines (a command that came after the next sample went out: the 10 ms period missed) over the samples
+  measured, and how the walk ended;
+* per process kind (sim, walk_behavior, mpc_planner, ik, robot_state, probe): CPU time in the window as a
+  share of one core, summed over the robots, and per robot.
+
+A benchmark, not a test: it prints a table per N; it takes about ``duration + 30`` s per N.
+
+    bash -c 'source tools/env.sh && source install/setup.bash && python -P benchmarks/multi_robot.py \\
+        --robots 1 2 4 --duration 60 [--recorder]'
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Dict, List
+
+import numpy as np
+
+#: First DDS domain of the robots (robot i uses BASE_DOMAIN + i).
+BASE_DOMAIN = 150
+STEP_LENGTH = 0.1  # [m]
+STEP_DURATION = 0.9  # [s]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time [s] of process ``pid`` (its threads included), from /proc."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+# ---------------------------------------------------------------------------------------------- the probe
+def probe(args: argparse.Namespace) -> int:
+    """One robot's probe (run with ``--probe`` in that robot's ROS_DOMAIN_ID): READY when its graph runs,
+    then, on GO from stdin, walk for ``--duration`` s and print the window's figures as one JSON line."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+
+    from walk_mpc.core.walk import footsteps
+    from walk_mpc.demo import RECORDED_TOPICS, LoopMonitor
+    from walk_mpc.tools.recorder import RecorderNode
+    from walk_mpc.tools.send_walk import DEFAULT_FEET, current_feet, send_walk, walk_action_client
+    from walk_mpc.tools.spin_thread import SpinThread
+
+    rclpy.init()
+    client = rclpy.create_node("multi_robot_probe")
+    monitor = LoopMonitor()
+    recorder = RecorderNode(args.record, RECORDED_TOPICS) if args.record else None
+    walk_client = walk_action_client(client)
+    spin = SpinThread(SingleThreadedExecutor(), name="probe-spin")
+    for node in (client, monitor, recorder):
+        if node is not None:
+            spin.add_node(node)
+    spin.start()
+    result: Dict[str, object] = {}
+    try:
+        deadline = time.monotonic() + 120.0
+        while monitor.ik_reference_ticks < 25 or not monitor.latency:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the graph did not start within 120 s")
+            spin.died.wait(0.05)
+            spin.check()
+        left, right = current_feet(client, timeout=30.0) or DEFAULT_FEET
+        count = int(args.duration / STEP_DURATION) + 4
+        steps = footsteps.walk_forward(left, right, STEP_LENGTH * (count - 1), STEP_LENGTH, width=0.17,
+                                       duration=STEP_DURATION)
+        print("READY", flush=True)
+        sys.stdin.readline()  # GO: every robot starts its window at once
+        start, deadlines = monitor.mark(), monitor.deadlines
+        cancel = threading.Event()
+        timer = threading.Timer(args.duration, cancel.set)
+        timer.start()
+        outcome = send_walk(client, steps, server_timeout=30.0, result_timeout=args.duration + 60.0,
+                            client=walk_client, cancel=cancel)
+        timer.cancel()
+        series = monitor.since(start)
+        latency = np.asarray(series["latency"]) * 1e3
+        end = monitor.deadlines
+        result = {
+            "samples": int(latency.size),
+            "latency_ms": [float(np.median(latency)), float(np.percentile(latency, 99)), float(latency.max())]
+            if latency.size else [],
+            "missed": int(sum(series["missed"])),
+            "sim_missed": None if end is None or deadlines is None else end[0] - deadlines[0],
+            "sim_measured": None if end is None or deadlines is None else end[1] - deadlines[1],
+            "walk": outcome.status_name + ("" if outcome.error_code == 0 else f" {outcome.error_name}"),
+            "steps": outcome.last_completed_step_index,
+        }
+    except Exception as exc:  # noqa: BLE001 (reported to the parent as the robot's result)
+        result = {"error": f"{type(exc).__name__}: {exc}"}
+    finally:
+        if spin.stop():
+            walk_client.destroy()
+            for node in (client, monitor, recorder):
+                if node is not None:
+                    node.destroy_node()
+        rclpy.try_shutdown()
+    print("RESULT " + json.dumps(result), flush=True)
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------- the runs
+def run(count: int, args: argparse.Namespace, logs: Path) -> None:
+    from walk_mpc.tools.launch_graph import GraphProcesses
+
+    graphs: List[GraphProcesses] = []
+    probes: List[subprocess.Popen] = []
+    environ = dict(os.environ)
+    try:
+        for i in range(count):
+            os.environ["ROS_DOMAIN_ID"] = str(BASE_DOMAIN + i)
+            graphs.append(GraphProcesses("talos", "kinematic", log_dir=logs / f"n{count}_robot{i}").start())
+            command = [sys.executable, "-P", __file__, "--probe", "--duration", str(args.duration)]
+            if args.recorder:
+                command += ["--record", str(logs / f"n{count}_robot{i}.mcap")]
+            probes.append(subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                           env=dict(os.environ)))
+    finally:
+        os.environ.clear()
+        os.environ.update(environ)
+    results: List[dict] = [{} for _ in probes]
+    try:
+        for i, p in enumerate(probes):
+            line = p.stdout.readline()
+            while line and not line.startswith(("READY", "RESULT")):
+                line = p.stdout.readline()
+            if not line.startswith("READY"):
+                results[i] = json.loads(line[7:]) if line.startswith("RESULT") else {"error": "probe exited"}
+        pids = {f"{name}@{i}": proc.pid for i, g in enumerate(graphs) for name, proc in g.processes.items()}
+        pids.update({f"probe@{i}": p.pid for i, p in enumerate(probes)})
+        before = {key: cpu_seconds(pid) for key, pid in pids.items()}
+        started = time.monotonic()
+        for p in probes:
+            if p.poll() is None:
+                p.stdin.write("GO\n")
+                p.stdin.flush()
+        for i, p in enumerate(probes):
+            for line in p.stdout:
+                if line.startswith("RESULT"):
+                    results[i] = results[i] or json.loads(line[7:])
+                    break
+            wall = time.monotonic() - started
+            if i == 0:
+                after = {key: cpu_seconds(pid) for key, pid in pids.items()}
+                window = wall
+        load = os.getloadavg()[0]
+    finally:
+        for p in probes:
+            p.wait(30)
+        for g in graphs:
+            g.stop()
+    print(f"\n## {count} robot(s), {args.duration:.0f} s walking window"
+          f"{' with the recorder' if args.recorder else ''}, load average {load:.1f}")
+    print("| robot | samples measured (sim) / latency messages | missed deadlines | "
+          "latency median / p99 / max [ms] | walk |\n|---|---|---|---|---|")
+    for i, r in enumerate(results):
+        if "error" in r:
+            print(f"| {i} | - | - | - | {r['error']} |")
+            continue
+        missed = r["sim_missed"] if r["sim_missed"] is not None else r["missed"]
+        measured = r["sim_measured"] if r["sim_measured"] is not None else r["samples"]
+        share = 100.0 * missed / measured if measured else float("nan")
+        latency = " / ".join(f"{v:.1f}" for v in r["latency_ms"]) or "-"
+        print(f"| {i} | {measured} / {r['samples']} | {missed} ({share:.2f} %) | {latency} | "
+              f"{r['walk']} after step {r['steps']} |")
+    kinds: Dict[str, List[float]] = {}
+    for key, start in before.items():
+        kinds.setdefault(key.split("@")[0], []).append((after[key] - start) / window)
+    print("\n| process | CPU per robot [% of a core] | all robots [% of a core] |\n|---|---|---|")
+    for kind, shares in sorted(kinds.items(), key=lambda kv: -sum(kv[1])):
+        print(f"| {kind} | {100 * np.mean(shares):.0f} | {100 * sum(shares):.0f} |")
+    total = sum(sum(s) for s in kinds.values())
+    cores = os.cpu_count()
+    print(f"| total | {100 * total / count:.0f} | {100 * total:.0f} (of {cores} cores) |", flush=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--robots", type=int, nargs="*", default=[1, 2, 4], help="robot counts to run")
+    parser.add_argument("--duration", type=float, default=60.0, help="[s] walking window")
+    parser.add_argument("--recorder", action="store_true", help="each probe records an MCAP (as the demo)")
+    parser.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--record", default="", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    if args.probe:
+        return probe(args)
+    with tempfile.TemporaryDirectory(prefix="multi_robot_") as logs:
+        for count in args.robots:
+            run(count, args, Path(logs))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
