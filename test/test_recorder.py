@@ -125,7 +125,9 @@ def test_tf_message_bytes_equal_rclpy_serialization_where_tf2_msgs_is_installed(
     assert tf_message_cdr(tree, 12_000_000_345) == serialize_message(msg)
 
 
-def test_recorder_node_writes_tf_of_each_sensor_sample_and_the_description(tmp_path, talos_frames):
+@pytest.mark.parametrize("tf_at_close", [True, False])
+def test_recorder_node_writes_tf_of_each_sensor_sample_and_the_description(tmp_path, talos_frames,
+                                                                          tf_at_close):
     import rclpy
     from mcap_ros2.reader import read_ros2_messages
     from rclpy.serialization import serialize_message
@@ -139,7 +141,7 @@ def test_recorder_node_writes_tf_of_each_sensor_sample_and_the_description(tmp_p
     try:
         path = tmp_path / "walk.mcap"
         node = RecorderNode(path, [("sensor_state", SensorState, 10)], robot_frames=talos_frames,
-                            context=context)
+                            tf_at_close=tf_at_close, context=context)
         samples = [_talos_sample(k) for k in range(4)]
         for k, sample in enumerate(samples):  # as the raw subscription hands them over
             node._record_with_tf("sensor_state", "walk_mpc/msg/SensorState",
@@ -147,6 +149,7 @@ def test_recorder_node_writes_tf_of_each_sensor_sample_and_the_description(tmp_p
         nan_msg = sensor_state_msg(samples[0], 3_000_000_000)
         nan_msg.joint_pos[0] = float("nan")
         node._record_with_tf("sensor_state", "walk_mpc/msg/SensorState", serialize_message(nan_msg))
+        assert node.tf_rejected == (0 if tf_at_close else 1)  # kept for the close, or refused at once
         node.destroy_node()
     finally:
         rclpy.try_shutdown(context=context)
@@ -159,3 +162,12 @@ def test_recorder_node_writes_tf_of_each_sensor_sample_and_the_description(tmp_p
     for k, (message, sample) in enumerate(zip(tf, samples)):
         _check_tf_message(message, talos_frames.transforms(talos_frames.configuration(sample)),
                           2_000_000_000 + 10_000_000 * k)
+
+
+def test_graph_robot_frames_are_those_the_robot_state_node_of_the_graph_publishes():
+    from walk_mpc.tools.recorder import graph_robot_frames
+
+    talos = graph_robot_frames("talos")
+    assert (talos.params.world_frame, talos.base_frame) == ("world", "base_link")
+    namespaced = graph_robot_frames("talos", namespace="/robot1")
+    assert (namespaced.params.world_frame, namespaced.base_frame) == ("robot1/world", "robot1/base_link")

@@ -171,6 +171,28 @@ class McapRecorder:
             self._stream.close()
 
 
+def graph_robot_frames(robot: str = "talos", namespace: str = "",
+                       config: Optional[str] = None) -> RobotFrames:
+    """The transform tree the robot_state node of a graph publishes: robot ``robot`` of config/graph.yaml,
+    its parameters file (``config``: another one), the frames of graph ``namespace`` (``<ns>/world``,
+    ``<ns>/<link>``).
+
+    Raises:
+        ConfigError: Unknown robot, invalid namespace or parameters.
+    """
+    from walk_mpc.core.params import flatten, from_mapping, unflatten
+    from walk_mpc.graph import load_graph, namespace_frames
+    from walk_mpc.nodes._common import config_defaults
+    from walk_mpc.nodes.robot_state import RobotStateNodeParameters
+
+    graph = load_graph()
+    values = flatten(config_defaults("robot_state", graph.config_path(robot, config)))
+    values.update(graph.overrides(robot).get("robot_state", {}))
+    values.update(namespace_frames(namespace).get("robot_state", {}))
+    params = from_mapping(RobotStateNodeParameters, unflatten(values), source="robot_state")
+    return RobotFrames(params.frames)
+
+
 def type_name_of(cls) -> str:
     """'pkg/msg/Type' of a message class."""
     module = cls.__module__.split(".")
@@ -192,9 +214,12 @@ class RecorderNode(Node):
 
     With ``robot_frames``, the recording also holds the robot model (see the module docstring):
     ``description_topic`` once at start, and ``tf_topic`` for each message on ``sensor_topic`` (which must be
-    among ``topics``, as ``walk_mpc/msg/SensorState``), its transforms stamped with the sample's stamp. A
-    sample the frames refuse is skipped and counted (:attr:`tf_rejected`). Give no ``robot_frames`` when
-    ``tf`` itself is recorded (a ROS 2 install with tf2_msgs, where the robot_state node publishes it).
+    among ``topics``, as ``walk_mpc/msg/SensorState``), its transforms stamped with the sample's stamp and
+    logged at the sample's receive time. With ``tf_at_close`` (default) the samples are kept (their CDR bytes)
+    and their transforms computed and written when the file is finished: the kinematics cost nothing while
+    the graph runs (MCAP readers order messages by log time through the file's index). A sample the frames
+    refuse is skipped and counted (:attr:`tf_rejected`). Give no ``robot_frames`` when ``tf`` itself is
+    recorded (a ROS 2 install with tf2_msgs, where the robot_state node publishes it).
 
     Args:
         path: Output file.
@@ -203,11 +228,13 @@ class RecorderNode(Node):
         sensor_topic: The SensorState topic the transforms are computed from.
         tf_topic: Topic of the transforms in the recording.
         description_topic: Topic of the URDF in the recording.
+        tf_at_close: Compute the transforms when the file is finished (else as each sample arrives).
     """
 
     def __init__(self, path: os.PathLike, topics: Iterable[Tuple[str, object, object]],
                  robot_frames: Optional[RobotFrames] = None, sensor_topic: str = "sensor_state",
-                 tf_topic: str = "tf", description_topic: str = "robot_description", **kwargs) -> None:
+                 tf_topic: str = "tf", description_topic: str = "robot_description", tf_at_close: bool = True,
+                 **kwargs) -> None:
         super().__init__("walk_mpc_recorder", **kwargs)
         self.recorder = McapRecorder(path)
         self._lock = threading.Lock()  # closing the file vs writing a message
@@ -216,6 +243,8 @@ class RecorderNode(Node):
         self._tf_topic = tf_topic
         self.tf_rejected = 0  # sensor samples whose transforms could not be computed
         self._sensor_class = None
+        self._tf_at_close = tf_at_close
+        self._pending: List[Tuple[int, bytes]] = []  # (receive stamp [ns], SensorState CDR) for tf_at_close
         for topic, msg_type, qos in topics:
             cls = message_type(msg_type) if isinstance(msg_type, str) else msg_type
             name = type_name_of(cls)
@@ -239,18 +268,29 @@ class RecorderNode(Node):
                 self.recorder.write(topic, type_name, msg, stamp_ns)
 
     def _record_with_tf(self, topic: str, type_name: str, msg) -> None:
-        """Record a SensorState sample and the transforms of the robot it measures."""
-        self._record(topic, type_name, msg)
+        """Record a SensorState sample and (now or at close) the transforms of the robot it measures."""
+        stamp_ns = self.get_clock().now().nanoseconds
+        with self._lock:
+            if self.recorder.closed:
+                return
+            self.recorder.write(topic, type_name, msg, stamp_ns)
+            if self._tf_at_close:
+                self._pending.append((stamp_ns, bytes(msg)))
+                return
+        self._write_tf(stamp_ns, msg)
+
+    def _write_tf(self, stamp_ns: int, data: bytes) -> None:
+        """Write the transforms of one SensorState (CDR bytes), logged at ``stamp_ns``."""
         try:
-            state = deserialize_message(msg, self._sensor_class)
+            state = deserialize_message(data, self._sensor_class)
             tree = self._frames.observe(sensor_sample_from_msg(state))
         except (WalkMpcError, ValueError, TypeError):
             self.tf_rejected += 1
             return
-        now, sample_ns = self.get_clock().now().nanoseconds, message_stamp_ns(state.header.stamp)
+        sample_ns = message_stamp_ns(state.header.stamp)
         with self._lock:
             if not self.recorder.closed:
-                self.recorder.write_transforms(self._tf_topic, tree, now, sample_ns)
+                self.recorder.write_transforms(self._tf_topic, tree, stamp_ns, sample_ns)
 
     def silent_topics(self) -> List[str]:
         """Topics nothing was recorded from yet (e.g. their publishers not discovered yet)."""
@@ -258,7 +298,13 @@ class RecorderNode(Node):
         return [topic for topic in self._subscriptions_by_topic if topic not in written]
 
     def close(self) -> None:
-        """Finish the file (from any thread: messages arriving afterwards are dropped)."""
+        """Write the transforms of the kept samples (``tf_at_close``), then finish the file (from any thread:
+        messages arriving afterwards are dropped)."""
+        with self._lock:
+            pending, self._pending = self._pending, []
+            self._tf_at_close = False  # a sample arriving from now on is written with its transforms
+        for stamp_ns, data in pending:
+            self._write_tf(stamp_ns, data)
         with self._lock:
             self.recorder.close()
 

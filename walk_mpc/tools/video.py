@@ -16,7 +16,7 @@ simulator's own model carries no meshes). No ROS is needed.
 Offscreen rendering needs an OpenGL backend: ``MUJOCO_GL=egl`` (set here when unset; works headless) or
 ``osmesa``.
 
-    python -m walk_mpc.tools.video walk.mcap walk.mp4 [--robot talos_reduced] [--fps 30]
+    python -m walk_mpc.tools.video walk.mcap walk.mp4 [--robot talos_reduced] [--fps 25]
 """
 
 from __future__ import annotations
@@ -166,7 +166,7 @@ class VideoParameters:
 
     width: int = 640
     height: int = 480
-    fps: float = 30.0
+    fps: float = 25.0
     camera_distance: float = 3.0
     camera_azimuth: float = 150.0
     camera_elevation: float = -20.0
@@ -547,7 +547,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("recording", type=Path, help="MCAP recording (e.g. walk.mcap)")
     parser.add_argument("video", type=Path, nargs="?", default=Path("walk.mp4"))
     parser.add_argument("--robot", default="talos_reduced", help="robot name or URDF path")
-    parser.add_argument("--fps", type=float, default=30.0)
+    parser.add_argument("--fps", type=float, default=25.0)
     parser.add_argument("--all", action="store_true", help="from the first sample, not the walk's start")
     args = parser.parse_args(argv)
     summary = write_walk_video(args.recording, args.video, RobotModel.Parameters(robot=args.robot),
