@@ -70,6 +70,7 @@ from trajectory_msgs.msg import JointTrajectory
 from walk_mpc.core.body.gesture import GestureController
 from walk_mpc.core.body.ik import IKSolver
 from walk_mpc.core.body.robot import RobotModel
+from walk_mpc.core.control.stabilizer import StabilizerParameters
 from walk_mpc.core.control.stamps import StampGuardParameters
 from walk_mpc.core.control.types import JointCommand, WholeBodyStatus
 from walk_mpc.core.control.whole_body_stage import WholeBodyStage, WholeBodyStageParameters
@@ -137,6 +138,7 @@ class IKNodeParameters:
             while the foot swings.
         max_settle_distance: A foot on the ground farther than this [m] from the plan's standing pose stays
             where it is (as the mpc_planner's ``resync_distance``).
+        stabilizer: The DCM stabilizer of the stage (:class:`StabilizerParameters`).
         plan_topic, reference_topic, reference_ahead_topic, sensor_topic: Inputs (module docstring).
         trajectory_topic, commands_topic, joint_states_topic, timing_topic: Outputs (module docstring).
     """
@@ -160,6 +162,7 @@ class IKNodeParameters:
     safe_stop_shift_duration: float = 1.0
     safe_stop_stance_radius: float = 0.03
     max_settle_distance: float = 0.1
+    stabilizer: StabilizerParameters = dataclasses.field(default_factory=StabilizerParameters)
     plan_topic: str = "walk/plan"
     reference_topic: str = "mpc/com_reference"
     reference_ahead_topic: str = "mpc/com_reference_ahead"
@@ -200,7 +203,7 @@ class IKNodeParameters:
             contact_prefixes=self.contact_prefixes, stamps=self.stamps,
             safe_stop_speedup=self.safe_stop_speedup, safe_stop_shift_duration=self.safe_stop_shift_duration,
             safe_stop_stance_radius=self.safe_stop_stance_radius,
-            max_settle_distance=self.max_settle_distance)
+            max_settle_distance=self.max_settle_distance, stabilizer=self.stabilizer)
 
 
 def read_parameters(node: Node) -> IKNodeParameters:
