@@ -65,6 +65,9 @@ class StabilizerParameters:
         dcm_integral_time: Time constant [s] of the integral's leak (an exponential window).
         dcm_filter_time: Time constant [s] of the low-pass filter of the measured DCM (0: none).
         com_admittance: CoM admittance [1/s]: CoM offset velocity per metre of ZMP error.
+        dcm_com_gain: CoM target offset velocity per metre of DCM error [1/s], against it (a stiff robot
+            tipping over a sole edge comes back only by moving its mass back over the support: its ZMP is
+            saturated there, where the ZMP-based CoM admittance does not help).
         com_offset_limit: Largest horizontal CoM offset [m].
         cop_admittance: Ankle admittance [rad/(s N m)]: sole rotation velocity per N m of ankle torque
             error (HRP-4: 0.01).
@@ -91,10 +94,11 @@ class StabilizerParameters:
     dcm_integral_time: float = 1.0
     dcm_filter_time: float = 0.01
     com_admittance: float = 0.5
+    dcm_com_gain: float = 2.5
     com_offset_limit: float = 0.05
     cop_admittance: float = 0.01
     ankle_offset_limit: float = 0.15
-    force_difference_admittance: float = 1e-4
+    force_difference_admittance: float = 2e-4
     height_offset_limit: float = 0.05
     leak_time: float = 2.0
     swing_leak_time: float = 0.1
@@ -110,7 +114,8 @@ class StabilizerParameters:
         for name in ("enabled", "use_base_estimate"):
             if not isinstance(getattr(self, name), bool):
                 raise ParameterError(name, getattr(self, name), "true or false")
-        for name in ("dcm_gain", "dcm_integral_gain", "dcm_filter_time", "com_admittance", "com_offset_limit",
+        for name in ("dcm_gain", "dcm_integral_gain", "dcm_filter_time", "com_admittance", "dcm_com_gain",
+                     "com_offset_limit",
                      "cop_admittance", "ankle_offset_limit", "force_difference_admittance",
                      "height_offset_limit", "min_contact_force", "support_margin"):
             check_nonnegative(name, getattr(self, name))
@@ -221,7 +226,8 @@ class Stabilizer:
         self._last_ns: Optional[int] = None
         self._integral = np.zeros(2)
         self._dcm: Optional[np.ndarray] = None
-        self._com_offset = np.zeros(2)
+        self._com_offset = np.zeros(2)  # the CoM target's offset [m]
+        self._com_admittance = np.zeros(2)  # its admittance part [m]
         self._ankle = {Foot.LEFT: np.zeros(2), Foot.RIGHT: np.zeros(2)}  # (roll, pitch) [rad]
         self._height_difference = 0.0  # z_L - z_R [m]
         self._output = _ZERO_OUTPUT
@@ -267,7 +273,8 @@ class Stabilizer:
             out.append((total, cop))
         return tuple(out)
 
-    def observe(self, stamp_ns: int, sample: SensorSample, soles: dict) -> StabilizerOutput:
+    def observe(self, stamp_ns: int, sample: SensorSample, soles: dict,
+                planned_stance: tuple = (Foot.LEFT, Foot.RIGHT)) -> StabilizerOutput:
         """One sensor sample (already validated by the caller).
 
         Args:
@@ -275,6 +282,8 @@ class Stabilizer:
             sample: The sample.
             soles: Foot -> (position [m] (3,), yaw [rad]) of its sole target in the IK, without this
                 stabilizer's offsets (where a sole in contact is taken to be: leg odometry anchors).
+            planned_stance: The feet the plan has on the ground now (both: the force difference control
+                acts even if one carries nothing, a late landing).
 
         Returns:
             The offsets to add to the IK targets (:attr:`output`).
@@ -353,10 +362,13 @@ class Stabilizer:
             desired_cop[foot] = rotation[:2, :2].T @ (desired - position[:2])
         # CoM admittance.
         leak = math.exp(-dt / p.leak_time)
-        self._com_offset = self._com_offset * leak - p.com_admittance * (desired - zmp) * dt
+        self._com_admittance = (self._com_admittance * leak
+                                - (p.com_admittance * (desired - zmp) + p.dcm_com_gain * error) * dt)
+        self._com_offset = self._com_admittance.copy()
         norm = float(np.linalg.norm(self._com_offset))
         if norm > p.com_offset_limit:
             self._com_offset *= p.com_offset_limit / norm
+            self._com_admittance = np.clip(self._com_admittance, -p.com_offset_limit, p.com_offset_limit)
         # Ankle admittance: rotate with the torque error (tau_x = f y, tau_y = -f x in the sole frame).
         swing_leak = math.exp(-dt / p.swing_leak_time)
         for foot in Foot:
@@ -368,8 +380,10 @@ class Stabilizer:
                                             p.ankle_offset_limit)
             else:
                 self._ankle[foot] = self._ankle[foot] * swing_leak
-        # Foot force difference control.
-        if contact[Foot.LEFT] and contact[Foot.RIGHT]:
+        # Foot force difference control: both soles loaded, or planned on the ground (a late landing).
+        if contact[Foot.LEFT] and contact[Foot.RIGHT] or len(set(planned_stance)) == 2:
+            if not (contact[Foot.LEFT] and contact[Foot.RIGHT]):
+                desired_force = {Foot.LEFT: 0.5 * total, Foot.RIGHT: 0.5 * total}
             measured_difference = forces[Foot.LEFT] - forces[Foot.RIGHT]
             desired_difference = desired_force[Foot.LEFT] - desired_force[Foot.RIGHT]
             self._height_difference = float(np.clip(
@@ -377,7 +391,7 @@ class Stabilizer:
                 + p.force_difference_admittance * (measured_difference - desired_difference) * dt,
                 -p.height_offset_limit, p.height_offset_limit))
         else:
-            self._height_difference *= swing_leak
+            self._height_difference *= leak
         self._publish()
         self._log = {"omega": omega, "dcm": self._dcm.tolist(), "dcm_reference": xi_ref.tolist(),
                      "dcm_error": error.tolist(), "zmp_reference": zmp_ref[:2].tolist(),
@@ -422,7 +436,8 @@ class Stabilizer:
         leak = math.exp(-dt / p.leak_time) if dt > 0.0 else 1.0
         swing_leak = math.exp(-dt / p.swing_leak_time) if dt > 0.0 else 1.0
         self._integral *= leak
-        self._com_offset *= leak
+        self._com_admittance *= leak
+        self._com_offset = self._com_admittance.copy()
         for foot, touching in zip(Foot, contact):
             self._ankle[foot] *= leak if touching else swing_leak
         self._height_difference *= leak

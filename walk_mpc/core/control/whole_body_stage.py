@@ -618,7 +618,8 @@ class WholeBodyStage:
             if stale or self._safe_stop is not None:
                 self.stabilizer.clear_reference()
             if self._soles is not None:
-                self.stabilizer.observe(now, sample, self._soles)
+                stance = tuple(Foot(i) for i in self._stance) if self._stance is not None else tuple(Foot)
+                self.stabilizer.observe(now, sample, self._soles, stance)
         due = self._last_tick_ns is None or now - self._last_tick_ns >= self._period_ns * 99 // 100
         if stale and due:
             return self._sensor_tick(now)
