@@ -4,8 +4,11 @@
 2. Sends a walk goal on the ``walk`` action exactly as ``ros2 action send_goal walk walk_mpc/action/Walk
    ... --feedback`` would, and prints live progress from the feedback (step i of N, substate, flags,
    t_step_rem), then the result.
-3. Records the graph's topics to ``walk.mcap`` (ROS 2 CDR; Foxglove, ``ros2 bag``) and plots ``walk.png``
-   (CoM, ZMP planned and measured, footsteps and support polygons).
+3. Records the graph's topics to ``walk.mcap`` (ROS 2 CDR; Foxglove, ``ros2 bag``), with the robot model
+   (``/robot_description`` and ``/tf`` of every sample: Foxglove shows the robot walking), and plots
+   ``walk.png`` (CoM, ZMP planned and measured, footsteps and support polygons); with ``--video`` (default
+   with ``--sim mujoco``) renders the walk into ``walk.mp4`` (MuJoCo offscreen, camera following the robot,
+   planned footsteps on the floor).
 4. Prints loop timing during the walk: MPC and IK time per control tick, and the sensor -> joint command
    latency through the graph as the sim measures it (median, p99) with its missed deadlines (samples
    whose command reached the sim after the next sample was published, ``sim/latency`` status; and the
@@ -17,7 +20,7 @@ The demo's own nodes (action client, loop monitor, recorder) are spun by one
 destroyed after it stopped; if it dies, the demo stops at once with its error.
 
     python -m walk_mpc.demo [--robot talos|g1|romeo] [--sim kinematic|mujoco] [--steps 10] [--length 0.2]
-                            [--namespace robot1] [--out-dir .]
+                            [--namespace robot1] [--out-dir .] [--video | --no-video]
 
 The robot is a robot of config/graph.yaml (an unknown name is an error listing them); the step width and
 duration default to its description's (config/robots/<model>.yaml: the standing sole distance, single +
@@ -49,7 +52,7 @@ from walk_mpc.nodes._common import LATCHED_QOS
 from walk_mpc.nodes.ik import is_reference_tick
 from walk_mpc.nodes.sim import STATUS_DEADLINE_MISSED
 from walk_mpc.tools.launch_graph import GraphProcesses
-from walk_mpc.tools.recorder import RecorderNode
+from walk_mpc.tools.recorder import RecorderNode, graph_robot_frames
 from walk_mpc.tools.send_walk import (
     DEFAULT_FEET,
     ActionServerLost,
@@ -203,9 +206,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="[s] step duration, single + double support (default: the robot's)")
     parser.add_argument("--out-dir", type=Path, default=Path("."), help="where walk.mcap and walk.png go")
     parser.add_argument("--timeout", type=float, default=120.0, help="[s] give up on the walk after this")
+    parser.add_argument("--video", action=argparse.BooleanOptionalAction, default=None,
+                        help="render walk.mp4 from the recording (default: with --sim mujoco)")
     args = parser.parse_args(argv)
+    args.video = args.sim == "mujoco" if args.video is None else args.video
     try:
         gait = robot_gait(args.robot, args.length, args.width, args.duration)
+        robot_frames = graph_robot_frames(args.robot, args.namespace, args.config)  # for /tf in walk.mcap
     except WalkMpcError as exc:  # an unknown robot: the message lists the known ones
         print(f"demo: {exc}", file=sys.stderr)
         return 2
@@ -223,7 +230,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ns = {"namespace": args.namespace} if args.namespace else {}
     client = rclpy.create_node("walk_mpc_demo", **ns)
     monitor = LoopMonitor(**ns)
-    recorder = RecorderNode(mcap_path, RECORDED_TOPICS, **ns)
+    recorder = RecorderNode(mcap_path, RECORDED_TOPICS, robot_frames=robot_frames, **ns)
     # Every entity exists before the spin thread starts (current_feet's subscription is created and
     # destroyed on that thread): an entity destroyed while another thread spins its executor kills that
     # thread (issue 21). The action client exists from the start, so the server has discovered it by the
@@ -305,6 +312,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"Plot: {png_path}")
     except Exception as exc:  # the walk's outcome matters more than the plot
         print(f"Plot failed: {exc}", file=sys.stderr)
+    if args.video:
+        try:
+            from walk_mpc.tools.video import write_walk_video
+
+            video = write_walk_video(mcap_path, args.out_dir / "walk.mp4", robot=robot_frames.params.robot)
+            print(f"Video: {video.path} ({video.frames} frames, {video.duration:.1f} s of the walk)")
+        except Exception as exc:  # the walk's outcome matters more than the video
+            print(f"Video failed: {exc}", file=sys.stderr)
     return code
 
 
