@@ -83,7 +83,9 @@ def test_two_step_walk_round_trip_succeeds(walk_behavior_node, launch_context):
         stop.set()
         streamer.join(timeout=5.0)
         executor.shutdown(timeout_sec=2.0)
-        node.destroy_node()
+        spinner.join(timeout=5.0)  # nothing is destroyed while a thread spins it (issue 21)
+        if not spinner.is_alive():
+            node.destroy_node()
         rclpy.try_shutdown(context=context)
     yield
     assert walk_behavior_node.return_code == 0  # after the launch service stopped it (SIGINT)

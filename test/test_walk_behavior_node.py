@@ -198,11 +198,13 @@ class Client:
     def close(self) -> None:
         import rclpy
 
-        self.action.destroy()
+        # Nothing is destroyed while the spin thread runs (issue 21): stop it, join it, then destroy.
         self.executor.shutdown(timeout_sec=2.0)
-        self.node.destroy_node()
-        rclpy.try_shutdown(context=self.context)
         self._thread.join(timeout=5.0)
+        if not self._thread.is_alive():
+            self.action.destroy()
+            self.node.destroy_node()
+        rclpy.try_shutdown(context=self.context)
 
 
 class Goal:
