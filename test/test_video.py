@@ -103,23 +103,28 @@ def test_a_recorded_walk_is_rendered_from_the_start_of_walk_with_its_footsteps(t
     plan.header.stamp.sec = 2  # Walk starts 1 s after the first sample
     for k in range(300):  # 3 s at 100 Hz
         stamp = start_ns + 10_000_000 * k
-        if k == 50:
+        if k == 100:  # received at the start of Walk
             recording.write("walk/plan", "walk_mpc/msg/FootstepPlan", plan, stamp)
         moved = SensorSample(**{**sample.__dict__, "time": stamp * 1e-9,
                                 "base_position": sample.base_position + [0.002 * k, 0.0, 0.0]})
         recording.write("sensor_state", "walk_mpc/msg/SensorState", sensor_state_msg(moved, stamp), stamp)
     recording.close()
     try:
-        summary = write_walk_video(tmp_path / "walk.mcap", tmp_path / "walk.mp4", params=SMALL)
+        summary = write_walk_video(tmp_path / "walk.mcap", tmp_path / "walk.mp4", params=SMALL, lead_time=0.5)
     except ConfigError as exc:
         pytest.skip(str(exc))
-    assert summary.start_time == pytest.approx(2.0)  # the plan's stamp: the start of Walk
-    assert summary.samples == 200 and summary.frames == 20  # 1.99 s at 10 frames per second
+    assert summary.start_time == pytest.approx(1.5)  # lead_time (0.5 s) before the walking plan came (2 s)
+    assert summary.samples == 250 and summary.frames == 25  # 2.49 s at 10 frames per second
     assert summary.missing_meshes == ()
-    assert len(_decoded(summary.path)) == 20
-    assert imageio_ffmpeg.count_frames_and_secs(str(summary.path))[1] == pytest.approx(2.0, abs=0.15)
-    with pytest.raises(InputError, match="walking plan"):
-        write_walk_video(tmp_path / "walk.mcap", tmp_path / "none.mp4", params=SMALL, plan_topic="/no/plan")
+    assert len(_decoded(summary.path)) == 25
+    assert imageio_ffmpeg.count_frames_and_secs(str(summary.path))[1] == pytest.approx(2.5, abs=0.15)
+    # no walking plan (e.g. the robot fell before Walk): every sample
+    everything = write_walk_video(tmp_path / "walk.mcap", tmp_path / "all.mp4", params=SMALL,
+                                  plan_topic="/no/plan")
+    assert everything.start_time == pytest.approx(1.0) and everything.frames == 30
+    with pytest.raises(InputError, match="samples on /no/samples"):
+        write_walk_video(tmp_path / "walk.mcap", tmp_path / "none.mp4", params=SMALL,
+                         sensor_topic="/no/samples")
 
 
 def test_urdf_visuals_are_the_talos_meshes_with_their_materials(frames):

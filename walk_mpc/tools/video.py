@@ -484,9 +484,22 @@ class VideoSummary:
     missing_meshes: tuple[str, ...]
 
 
+def walk_start_time(recording: os.PathLike, plan_topic: str = "/walk/plan") -> Optional[float]:
+    """Log time [s] of the first walking plan of a recording (the recorder's clock: its receive time), None
+    if it has none. The log time, not the plan's stamp: a simulator slower than real time stamps its samples
+    behind the wall clock the plans are stamped on."""
+    from mcap_ros2.reader import read_ros2_messages
+
+    for message in read_ros2_messages(str(recording), topics=[plan_topic]):
+        if message.ros_msg.walking:
+            return message.log_time_ns * 1e-9
+    return None
+
+
 def write_walk_video(recording: os.PathLike, path: os.PathLike, robot: Optional[RobotModel.Parameters] = None,
                      params: Optional[VideoParameters] = None, sensor_topic: str = "/sensor_state",
-                     plan_topic: str = "/walk/plan", from_walk_start: bool = True) -> VideoSummary:
+                     plan_topic: str = "/walk/plan", from_walk_start: bool = True,
+                     lead_time: float = 1.0) -> VideoSummary:
     """Render the samples of a recording (MCAP, ROS 2 CDR, e.g. the demo's walk.mcap) into a video.
 
     Args:
@@ -496,8 +509,9 @@ def write_walk_video(recording: os.PathLike, path: os.PathLike, robot: Optional[
         params: Picture and camera.
         sensor_topic: SensorState topic in the recording.
         plan_topic: FootstepPlan topic (the latest plan's footsteps are drawn).
-        from_walk_start: Start at the first sample at or after the stamp of the first walking plan (the
-            start of Walk); False: from the first sample.
+        from_walk_start: Start with the samples received ``lead_time`` before the first walking plan (the
+            start of Walk); False, or a recording without a walking plan: from the first sample.
+        lead_time: Standing shown before the start of Walk [s].
 
     Raises:
         InputError: The recording has no sample to render.
@@ -507,7 +521,8 @@ def write_walk_video(recording: os.PathLike, path: os.PathLike, robot: Optional[
 
     frames = RobotFrames(RobotFrames.Parameters(robot=robot or RobotModel.Parameters()))
     video: Optional[WalkVideo] = None
-    start: Optional[float] = None if from_walk_start else -math.inf
+    walk_start = walk_start_time(recording, plan_topic) if from_walk_start else None
+    start = -math.inf if walk_start is None else walk_start - lead_time
     footsteps: list[FootPose] = []
     samples = 0
     first_time = None
@@ -516,16 +531,12 @@ def write_walk_video(recording: os.PathLike, path: os.PathLike, robot: Optional[
             msg = message.ros_msg
             if message.channel.topic == plan_topic:
                 footsteps = plan_footsteps(msg)
-                if start is None and msg.walking:
-                    start = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
                 if video is not None:
                     video.set_footsteps(footsteps)
                 continue
-            if start is None:
+            if message.log_time_ns * 1e-9 < start:
                 continue
             sample = _sample_of(msg)
-            if sample.time < start:
-                continue
             if video is None:
                 video = WalkVideo(path, frames, params)
                 video.set_footsteps(footsteps)
@@ -536,8 +547,7 @@ def write_walk_video(recording: os.PathLike, path: os.PathLike, robot: Optional[
         if video is not None:
             video.close()
     if video is None:
-        raise InputError("recording", str(recording), f"samples on {sensor_topic}"
-                         + (f" after a walking plan on {plan_topic}" if from_walk_start else ""))
+        raise InputError("recording", str(recording), f"samples on {sensor_topic}")
     return VideoSummary(Path(path), video.frame_count, video.duration, first_time, samples,
                         tuple(video.missing_meshes))
 
@@ -561,4 +571,4 @@ if __name__ == "__main__":
 
 
 __all__ = ["VideoParameters", "VideoSummary", "Visual", "WalkVideo", "plan_footsteps", "urdf_visuals",
-           "write_walk_video"]
+           "walk_start_time", "write_walk_video"]
