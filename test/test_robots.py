@@ -189,9 +189,9 @@ def test_humanoid_presets_stand_with_flat_soles_and_the_com_above_their_middle(n
         assert abs(position[2]) < 1e-5  # G1: joint values rounded to 0.1 mrad
         np.testing.assert_allclose(rotation[2], [0.0, 0.0, 1.0], atol=2e-3)
     com = robot.com(q)
-    assert np.linalg.norm(com[:2]) < 0.03  # between the soles (Romeo: 2.1 cm ahead of the ankles)
+    assert np.linalg.norm(com[:2]) < 0.01  # computed postures: the CoM above the middle of the soles
     robot.planner_sole()
-    assert robot.step_limits().max_forward > 0.1
+    assert robot.step_limits().max_forward >= 0.1
 
 
 @pytest.mark.parametrize("relative", ["romeo_description/urdf/romeo.urdf",
@@ -220,32 +220,38 @@ def test_talos_compiles_without_bounds_so_its_model_is_unchanged():
     assert np.array_equal(plain.body_inertia, default.body_inertia)
 
 
-# ---------------------------------------------------------------------------------------------- G1 walks
+# ------------------------------------------------------------------------------------------ walks in MuJoCo
 
 
-def g1_walk(steps: int):
+def mujoco_walk(name: str, steps: int, length: float):
     pytest.importorskip("mujoco")
     from walk_mpc.core.sim.mujoco import MujocoSim
 
-    robot = RobotModel(RobotModel.Parameters(robot="g1"))
+    robot = RobotModel(RobotModel.Parameters(robot=name))
     sim = MujocoSim(KinematicSim.Parameters(robot=robot.params), robot=robot)
-    timeline = straight_timeline(robot, steps, 0.15)
+    timeline = straight_timeline(robot, steps, length)
     return ClosedLoopWalk(robot, sim, timeline, planner_parameters(robot)).run()
 
 
-def assert_walked(outcome, steps: int) -> None:
+def assert_walked(outcome, steps: int, ik_failures: int = 0) -> None:
     assert not outcome.fallen
     assert math.degrees(outcome.max_tilt) < 5.0
     assert sorted(outcome.landing_errors) == list(range(1, steps + 1))
     assert max(outcome.landing_errors.values()) < 0.02  # each foot within 2 cm of the plan
     assert outcome.final_com_error < 0.03
-    assert outcome.ik_failures == 0
+    assert outcome.ik_failures <= ik_failures
 
 
 def test_g1_walks_six_steps_of_15_cm_in_mujoco():
-    assert_walked(g1_walk(6), 6)
+    assert_walked(mujoco_walk("g1", 6, 0.15), 6)
 
 
 @pytest.mark.slow
 def test_g1_walks_twenty_steps_of_15_cm_in_mujoco_each_foot_within_2_cm_of_the_plan():
-    assert_walked(g1_walk(20), 20)
+    assert_walked(mujoco_walk("g1", 20, 0.15), 20)
+
+
+@pytest.mark.slow
+def test_romeo_walks_ten_steps_of_10_cm_in_mujoco():
+    # Its IK misses a few ticks near the ankle pitch limit (5 of 735 measured); the walk holds them.
+    assert_walked(mujoco_walk("romeo", 10, 0.1), 10, ik_failures=10)
