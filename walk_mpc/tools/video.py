@@ -308,6 +308,9 @@ class WalkVideo:
             material = spec.add_material(name="grid", texrepeat=[10, 10], reflectance=0.05)
             material.textures[mujoco.mjtTextureRole.mjTEXROLE_RGB] = texture.name
             floor = {"material": "grid"}
+            spec.add_texture(name="sky", type=mujoco.mjtTexture.mjTEXTURE_SKYBOX,
+                             builtin=mujoco.mjtBuiltin.mjBUILTIN_GRADIENT, width=64, height=64,
+                             rgb1=[0.6, 0.75, 0.92], rgb2=[1.0, 1.0, 1.0])
         except (AttributeError, TypeError):  # an older MjSpec API: a plain floor
             floor = {"rgba": [0.8, 0.8, 0.8, 1.0]}
         spec.worldbody.add_geom(type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0.0, 0.0, 0.05], **floor)
