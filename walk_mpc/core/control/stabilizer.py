@@ -64,7 +64,9 @@ class StabilizerParameters:
         dcm_integral_gain: Integral DCM gain ``k_i`` [1/s^2] (HRP-4: 10).
         dcm_integral_time: Time constant [s] of the integral's leak (an exponential window).
         dcm_filter_time: Time constant [s] of the low-pass filter of the measured DCM (0: none).
-        com_admittance: CoM admittance [1/s]: CoM offset velocity per metre of ZMP error.
+        com_admittance: CoM admittance [1/s]: CoM offset velocity per metre of ZMP error (0 by default:
+            measured on MuJoCo, 0.5 moved the CoM outwards when the ZMP saturated at a sole edge, the
+            desired ZMP a margin inside it, and cost pushes: 30 N s forward fell, survived at 0).
         dcm_com_gain: CoM target offset velocity per metre of DCM error [1/s], against it (a stiff robot
             tipping over a sole edge comes back only by moving its mass back over the support: its ZMP is
             saturated there, where the ZMP-based CoM admittance does not help).
@@ -93,7 +95,7 @@ class StabilizerParameters:
     dcm_integral_gain: float = 10.0
     dcm_integral_time: float = 1.0
     dcm_filter_time: float = 0.01
-    com_admittance: float = 0.5
+    com_admittance: float = 0.0
     dcm_com_gain: float = 2.5
     com_offset_limit: float = 0.05
     cop_admittance: float = 0.01
