@@ -1,0 +1,216 @@
+"""Robustness of the walk on MuJoCo (Talos), stabilizer off vs on in the same run (issue 18).
+
+Each row runs the in-process loop (:class:`~walk_mpc.core.control.closed_loop.ClosedLoopWalk`, the graph's
+controllers) on MuJoCo physics twice, with the whole-body stage's stabilizer disabled and enabled
+(everything else default), and scores on the simulator's truth (a fall: base tilt above 10 degrees or base
+below 90 % of its height, :class:`~walk_mpc.core.control.closed_loop.ClosedLoopParameters`):
+
+* **pushes**: the largest 0.1 s push on the pelvis survived, by bisection on the impulse [N s], in four
+  directions: walking (a 6-step 0.2 m walk, the push at the middle of step 3's single support: forward,
+  backward, outward over the stance foot, inward toward the swing side), and standing (forward, backward,
+  left, right), each watched for 2 s after the end of the walk;
+* **unseen terrain** (:mod:`walk_mpc.core.sim.terrain`, the plan knows nothing): a plank of 1, 2, 3 cm
+  under step 3 of a 10-step walk, and a ramp of +-1, 2, 3 degrees 0.8 m long from x = 0.3 m;
+* **leg gains**: the lowest leg kp (kd = kp / 100) in a list at which the 10-step walk stands;
+* **speed**: the fastest gait (step length, single / double support) of a list that walks 10 steps.
+
+Prints a table; ``--quick`` runs the few-second subset that ``test/test_robustness.py`` checks.
+
+    bash -c 'source tools/env.sh && source install/setup.bash && OPENBLAS_NUM_THREADS=1 \
+        python -P benchmarks/robustness.py'
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import time
+from typing import Optional
+
+import numpy as np
+
+from walk_mpc.core.body.robot import RobotModel, yaw_of
+from walk_mpc.core.control.closed_loop import ClosedLoopParameters, ClosedLoopWalk, WalkOutcome
+from walk_mpc.core.control.stabilizer import StabilizerParameters
+from walk_mpc.core.sim.kinematic import KinematicSim
+from walk_mpc.core.sim.mujoco import MujocoSim
+from walk_mpc.core.sim.terrain import Terrain, TerrainMujocoSim
+from walk_mpc.core.walk.footsteps import walk_forward
+from walk_mpc.core.walk.timeline import FootPose, GaitTiming, PhaseKind, Timeline
+
+PUSH_DURATION = 0.1  # [s]
+PUSH_SETTLE = 2.0  # [s] watched after the end of the walk
+LEG_KP = 8000.0  # [N m/rad] default leg gain (kd = kp / 100)
+
+
+@dataclasses.dataclass(frozen=True)
+class Gait:
+    """A straight walk: ``steps`` steps of ``length`` [m], single / double support [s]."""
+
+    steps: int = 10
+    length: float = 0.2
+    single: float = 0.8
+    double: float = 0.3
+
+    @property
+    def speed(self) -> float:
+        """Average speed [m/s]."""
+        return self.length / (self.single + self.double)
+
+
+def timeline_of(robot: RobotModel, gait: Gait) -> Timeline:
+    """The straight walk ``gait`` from the robot's reference posture (0 steps: standing)."""
+    q0 = robot.reference_configuration()
+    poses = {name: FootPose(tuple(p), yaw_of(r)) for name, (p, r) in robot.foot_poses(q0).items()}
+    left, right = poses[robot.left_foot_frame], poses[robot.right_foot_frame]
+    width = abs(left.position[1] - right.position[1])
+    steps = walk_forward(left, right, gait.length * (gait.steps - 1), step_length=gait.length, width=width,
+                         duration=gait.single + gait.double) if gait.steps else []
+    return Timeline(left, right, steps, GaitTiming(sway_duration=0.6, double_support_duration=gait.double,
+                                                   catch_duration=0.6))
+
+
+def run_walk(robot: RobotModel, stabilizer: bool, gait: Gait = Gait(), terrain: Optional[Terrain] = None,
+             push: Optional[tuple] = None, kp: float = LEG_KP, settle: float = 0.5,
+             duration: Optional[float] = None) -> WalkOutcome:
+    """One closed-loop walk on MuJoCo; ``push`` = (start time [s], force [N] (3,)) for PUSH_DURATION."""
+    physics = MujocoSim.Parameters(gain_patterns=("leg_",), gain_kp=(kp,), gain_kd=(kp / 100.0,))
+    params = KinematicSim.Parameters()
+    sim = (TerrainMujocoSim(terrain, params, physics, robot=robot) if terrain is not None
+           else MujocoSim(params, physics, robot=robot))
+    timeline = timeline_of(robot, gait)
+    options = {"whole_body": {"stabilizer": StabilizerParameters(enabled=stabilizer)}}
+    loop = ClosedLoopWalk(robot, sim, timeline, params=ClosedLoopParameters(settle_time=settle),
+                          stage_options=options)
+    until = duration if duration is not None else timeline.t_end + settle
+    start = time.perf_counter()
+    pushing = False
+    while sim.time < until - 1e-9 and not loop.fallen:
+        if push is not None:
+            t0, force = push
+            active = t0 - 1e-9 <= sim.time < t0 + PUSH_DURATION - 1e-9
+            if active != pushing:
+                sim.set_base_force(np.asarray(force, dtype=float) if active else np.zeros(3))
+                pushing = active
+        loop.step()
+    return loop.outcome(time.perf_counter() - start)
+
+
+def walked(outcome: WalkOutcome) -> bool:
+    """Whether the walk stood to the end (no fall, no IK failure)."""
+    return not outcome.fallen and outcome.ik_failures == 0
+
+
+def push_directions(robot: RobotModel, gait: Gait, walking: bool) -> dict:
+    """Direction name -> (push start [s], unit vector) of the push trials."""
+    if not walking:
+        t0 = 1.0
+        return {"forward": (t0, (1, 0)), "backward": (t0, (-1, 0)), "left": (t0, (0, 1)),
+                "right": (t0, (0, -1))}
+    timeline = timeline_of(robot, gait)
+    phase = next(ph for ph in timeline.phases if ph.kind is PhaseKind.SINGLE and ph.step_index == 3)
+    t0 = 0.5 * (phase.t_start + phase.t_end) - PUSH_DURATION / 2
+    stance = phase.swing_foot.other
+    outward = 1.0 if np.asarray(phase.foot(stance).position)[1] > np.asarray(
+        phase.foot(phase.swing_foot).position)[1] else -1.0
+    return {"forward": (t0, (1, 0)), "backward": (t0, (-1, 0)), "outward": (t0, (0, outward)),
+            "inward": (t0, (0, -outward))}
+
+
+def largest_push(robot: RobotModel, stabilizer: bool, walking: bool, direction: tuple,
+                 high: float = 100.0, iterations: int = 5) -> float:
+    """Largest impulse [N s] survived (bisection between 0 and ``high``, ``iterations`` halvings)."""
+    gait = Gait(steps=6) if walking else Gait(steps=0)
+    t0, unit = direction
+    low = 0.0
+    for _ in range(iterations):
+        middle = 0.5 * (low + high)
+        force = middle / PUSH_DURATION * np.array([unit[0], unit[1], 0.0])
+        duration = (timeline_of(robot, gait).t_end + PUSH_SETTLE) if walking else t0 + 3.0
+        if walked(run_walk(robot, stabilizer, gait, push=(t0, force), duration=duration)):
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def plank_terrain(robot: RobotModel, height: float, step_index: int = 3) -> Terrain:
+    """A plank of ``height`` [m] under step ``step_index`` of the default walk (0.3 x 0.2 m)."""
+    step = next(s for s in timeline_of(robot, Gait()).steps if s.step_index == step_index)
+    x, y = step.position[0], step.position[1]
+    return Terrain(planks=((x, y, 0.3, 0.2, height),))
+
+
+def ramp_terrain(degrees: float) -> Terrain:
+    """A ramp of ``degrees`` from x = 0.3 m over 0.8 m."""
+    return Terrain(ramp_angle=math.radians(degrees), ramp_start=0.3, ramp_length=0.8)
+
+
+GAITS = (Gait(10, 0.2, 0.8, 0.3), Gait(10, 0.25, 0.6, 0.2), Gait(10, 0.3, 0.6, 0.2), Gait(10, 0.3, 0.5, 0.1),
+         Gait(10, 0.3, 0.4, 0.1))
+GAINS = (3000.0, 2400.0, 2000.0, 1500.0, 1200.0, 1000.0)
+
+
+def table(rows: list) -> str:
+    """Rows of (what, off, on) as a Markdown table."""
+    lines = ["| what | stabilizer off | stabilizer on |", "|---|---|---|"]
+    lines += [f"| {what} | {off} | {on} |" for what, off, on in rows]
+    return "\n".join(lines)
+
+
+def _fmt(ok: bool) -> str:
+    return "walks" if ok else "falls"
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sections", default="pushes,terrain,gains,speed",
+                        help="comma-separated: pushes, terrain, gains, speed")
+    parser.add_argument("--iterations", type=int, default=5, help="bisection halvings of each push")
+    args = parser.parse_args(argv)
+    robot = RobotModel()
+    sections = args.sections.split(",")
+    rows = []
+    started = time.perf_counter()
+
+    def row(what, off, on):
+        rows.append((what, off, on))
+        print(f"{what}: off {off}, on {on}  ({time.perf_counter() - started:.0f} s)", flush=True)
+
+    if "pushes" in sections:
+        for walking in (True, False):
+            gait = Gait(steps=6) if walking else Gait(steps=0)
+            for name, direction in push_directions(robot, gait, walking).items():
+                values = [largest_push(robot, on, walking, direction, iterations=args.iterations)
+                          for on in (False, True)]
+                row(f"push {'walking' if walking else 'standing'} {name} [N s]", f"{values[0]:.1f}",
+                    f"{values[1]:.1f}")
+    if "terrain" in sections:
+        for height in (0.01, 0.02, 0.03):
+            terrain = plank_terrain(robot, height)
+            results = [walked(run_walk(robot, on, terrain=terrain)) for on in (False, True)]
+            row(f"unseen plank {100 * height:.0f} cm", _fmt(results[0]), _fmt(results[1]))
+        for degrees in (1.0, -1.0, 2.0, -2.0, 3.0, -3.0):
+            results = [walked(run_walk(robot, on, terrain=ramp_terrain(degrees))) for on in (False, True)]
+            row(f"unseen ramp {degrees:+.0f} deg", _fmt(results[0]), _fmt(results[1]))
+    if "gains" in sections:
+        lowest = []
+        for on in (False, True):
+            ok = [kp for kp in GAINS if walked(run_walk(robot, on, kp=kp))]
+            lowest.append(f"{min(ok):.0f} (walks at {', '.join(f'{k:.0f}' for k in ok)})" if ok else "none")
+        row(f"lowest leg kp that walks, of {', '.join(f'{k:.0f}' for k in GAINS)}", *lowest)
+    if "speed" in sections:
+        fastest = []
+        for on in (False, True):
+            ok = [g for g in GAITS if walked(run_walk(robot, on, gait=g))]
+            best = max(ok, key=lambda g: g.speed) if ok else None
+            fastest.append("none" if best is None else
+                           f"{best.speed:.2f} m/s ({best.length} m, {best.single}/{best.double} s)")
+        row("fastest gait that walks 10 steps", *fastest)
+    print()
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()
