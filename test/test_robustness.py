@@ -1,0 +1,73 @@
+"""A few-second subset of benchmarks/robustness.py: Talos on MuJoCo, stabilizer off vs on (issue 18).
+
+Unseen ground (walk_mpc.core.sim.terrain: the plan knows nothing of it) and a fast gait, scored on the
+simulator's truth (a fall: base tilt above 10 degrees or base below 90 % of its height).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("mujoco")
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+import robustness  # noqa: E402
+
+from walk_mpc.core.errors import ParameterError  # noqa: E402
+from walk_mpc.core.sim.kinematic import KinematicSim  # noqa: E402
+from walk_mpc.core.sim.terrain import Terrain, TerrainMujocoSim  # noqa: E402
+
+PLANK_WALK = robustness.Gait(steps=5)
+
+
+def test_terrain_heights_follow_the_planks_and_the_ramp_profile():
+    terrain = Terrain(planks=((1.0, 0.1, 0.3, 0.2, 0.02),), ramp_angle=math.radians(3.0), ramp_start=2.0,
+                      ramp_length=0.8)
+    assert terrain.height(1.1, 0.15) == pytest.approx(0.02)
+    assert terrain.height(0.0, 0.0) == 0.0
+    assert terrain.height(2.4, 0.0) == pytest.approx(0.4 * math.tan(math.radians(3.0)))
+    assert terrain.height(5.0, 0.0) == pytest.approx(terrain.ramp_height)
+    with pytest.raises(ParameterError, match="planks"):
+        Terrain(planks=((0.0, 0.0, 0.3, 0.2, -0.01),))
+
+
+@pytest.mark.parametrize("degrees", [3.0, -3.0])
+def test_the_simulated_ground_is_where_the_terrain_says(talos, degrees):
+    """Rays cast down onto the compiled model hit the planks and the ramp at Terrain.height."""
+    import mujoco
+
+    terrain = Terrain(planks=((-0.6, 0.3, 0.3, 0.2, 0.02),), ramp_angle=math.radians(degrees), ramp_start=0.4,
+                      ramp_length=0.8)
+    sim = TerrainMujocoSim(terrain, KinematicSim.Parameters(), robot=talos)
+    geom = np.zeros(1, dtype=np.int32)
+    for x, y in ((-0.6, 0.3), (-0.3, 1.0), (0.6, 1.0), (1.0, -1.0), (1.5, 1.0), (3.0, 0.5)):
+        distance = mujoco.mj_ray(sim.model, sim.data, np.array([x, y, 1.0]), np.array([0.0, 0.0, -1.0]), None,
+                                 1, -1, geom)
+        assert 1.0 - distance == pytest.approx(terrain.height(x, y), abs=1e-6), (x, y)
+
+
+@pytest.fixture(scope="module")
+def plank_walks(talos):
+    terrain = robustness.plank_terrain(talos, 0.02)
+    return {on: robustness.run_walk(talos, on, PLANK_WALK, terrain=terrain) for on in (False, True)}
+
+
+def test_an_unseen_2_cm_plank_under_a_step_fells_the_walk_without_the_stabilizer(plank_walks):
+    assert plank_walks[False].fallen
+
+
+def test_the_stabilizer_walks_over_an_unseen_2_cm_plank(plank_walks):
+    assert robustness.walked(plank_walks[True])
+    assert math.degrees(plank_walks[True].max_tilt) < 8.0
+
+
+def test_the_stabilizer_walks_0_3_m_steps_at_0_5_m_per_s(talos):
+    gait = robustness.Gait(steps=6, length=0.3, single=0.5, double=0.1)
+    assert gait.speed == pytest.approx(0.5)
+    assert robustness.walked(robustness.run_walk(talos, True, gait))
