@@ -11,7 +11,7 @@ simulator's own model carries no meshes). No ROS is needed.
   (a frame is rendered whenever the sample time reaches the next frame time, ``fps`` per second of sample
   time), ``video.set_footsteps(poses)`` when the plan changes, ``video.close()``.
 * After a recorded walk: ``write_walk_video("walk.mcap", "walk.mp4")`` renders the ``/sensor_state``
-  samples from the first walking ``/walk/plan`` on, the footsteps of the latest plan drawn.
+  samples from 1 s before the first walking ``/walk/plan`` on, the footsteps of the latest walking plan drawn.
 
 Offscreen rendering needs an OpenGL backend: ``MUJOCO_GL=egl`` (set here when unset; works headless) or
 ``osmesa``.
@@ -511,7 +511,8 @@ def write_walk_video(recording: os.PathLike, path: os.PathLike, robot: Optional[
         robot: Robot model (default Talos).
         params: Picture and camera.
         sensor_topic: SensorState topic in the recording.
-        plan_topic: FootstepPlan topic (the latest plan's footsteps are drawn).
+        plan_topic: FootstepPlan topic (the footsteps of the latest walking plan are drawn; before any, those
+            of the latest plan).
         from_walk_start: Start with the samples received ``lead_time`` before the first walking plan (the
             start of Walk); False, or a recording without a walking plan: from the first sample.
         lead_time: Standing shown before the start of Walk [s].
@@ -527,15 +528,18 @@ def write_walk_video(recording: os.PathLike, path: os.PathLike, robot: Optional[
     walk_start = walk_start_time(recording, plan_topic) if from_walk_start else None
     start = -math.inf if walk_start is None else walk_start - lead_time
     footsteps: list[FootPose] = []
+    walked = False
     samples = 0
     first_time = None
     try:
         for message in read_ros2_messages(str(recording), topics=[sensor_topic, plan_topic]):
             msg = message.ros_msg
             if message.channel.topic == plan_topic:
-                footsteps = plan_footsteps(msg)
-                if video is not None:
-                    video.set_footsteps(footsteps)
+                if msg.walking or not walked:  # a Stand plan after a walk keeps the walk's steps drawn
+                    walked = walked or msg.walking
+                    footsteps = plan_footsteps(msg)
+                    if video is not None:
+                        video.set_footsteps(footsteps)
                 continue
             if message.log_time_ns * 1e-9 < start:
                 continue
