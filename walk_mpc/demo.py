@@ -74,6 +74,11 @@ RECORDED_TOPICS = [
     ("sim/deadlines", Float64MultiArray, LATCHED_QOS),
     ("joint_trajectory", JointTrajectory, 100),
     ("sim/fall", Bool, LATCHED_QOS),
+    # what rviz and Foxglove draw around the robot (with /tf and /robot_description): footsteps, support
+    # region, CoM and ZMP targets, the CoM and ZMP previews
+    ("mpc/markers", "visualization_msgs/msg/MarkerArray", 100),
+    ("mpc/com_path", "nav_msgs/msg/Path", 100),
+    ("mpc/zmp_path", "nav_msgs/msg/Path", 100),
 ]
 
 
