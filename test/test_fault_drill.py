@@ -227,3 +227,40 @@ def test_a_control_node_killed_at_random_gait_phases_ends_the_walk_and_recovers(
 
 def test_a_killed_walk_behavior_leaves_the_stages_finishing_the_latched_plan(talos):
     drill(talos, "walk_behavior", 1.7, 99)
+
+
+def test_a_restarted_ik_keeps_the_com_over_the_stance_sole_until_the_foot_left_in_the_air_lands(talos):
+    """The ik dies mid-swing (the plant holds the right foot in the air); restarted, it puts that foot down by
+    a settling step while the CoM stays within safe_stop_stance_radius (+ the plant's lag) of the stance
+    sole, and only then joins the planner's references between both feet."""
+    graph = InProcessGraph(talos)
+    graph.run(1.0)
+    graph.send(4, b"walk")
+    graph.run(0.6 + 0.8 + 0.25)  # sway, step 1, then the swing of step 2 (the right foot)
+    graph.kill("ik")
+    graph.walk_to_the_end(b"walk")
+    graph.run(0.5)
+    q = np.asarray(graph.sim.state.q)
+    poses = talos.foot_poses(q)
+    left, right = poses[talos.left_foot_frame][0], poses[talos.right_foot_frame][0]
+    assert right[2] - left[2] > 0.02  # the right foot is in the air
+    graph.restart("ik")
+    radius = WholeBodyStageParameters().safe_stop_stance_radius
+    airborne, landed_at = [], None
+    for k in range(150):
+        graph.step()
+        q = np.asarray(graph.sim.state.q)
+        poses = talos.foot_poses(q)
+        left, right = poses[talos.left_foot_frame][0], poses[talos.right_foot_frame][0]
+        com = talos.com(q)
+        if right[2] - left[2] > 0.005:
+            airborne.append(math.hypot(com[0] - left[0], com[1] - left[1]))
+        elif landed_at is None:
+            landed_at = k
+    assert airborne and max(airborne) < radius + 0.02, max(airborne)
+    assert landed_at is not None
+    middle = (left[:2] + right[:2]) / 2.0
+    assert np.linalg.norm(com[:2] - middle) < 0.02  # 1.5 s after the restart: between both feet
+    goal = b"after"
+    graph.send(2, goal)
+    assert graph.walk_to_the_end(goal).error_code == WalkErrorCode.NONE

@@ -144,6 +144,8 @@ MAX_SAMPLES = 16  # measured samples kept by stamp (the reference's sample is us
 SETTLE_TIME = 0.6  # [s] a settling step onto the plan's feet (after a restart left a foot astray)
 SETTLE_DISTANCE = 0.002  # [m] a foot this far from its standing target settles there by a step
 SETTLE_HEIGHT = 0.03  # [m] arc of a settling foot that moves sideways
+SETTLE_RELEASE = 0.5  # [s] after a settling step, the CoM joins the references over this time
+SETTLE_LIFT = 0.01  # [m] a settling foot this far above its target is in the air (carries no weight)
 
 
 class TickSource(str, enum.Enum):
@@ -1018,13 +1020,25 @@ class WholeBodyStage:
 
     def _settled(self, now: int, times, targets: list) -> list:
         """The standing targets with the settling feet at their place on the way (min-jerk in time, an arc
-        of ``SETTLE_HEIGHT`` for a foot that moves sideways)."""
+        of ``SETTLE_HEIGHT`` for a foot that moves sideways), and the CoM kept within
+        ``safe_stop_stance_radius`` of the feet that do not move until the settling foot has landed, then
+        joining the references over ``SETTLE_RELEASE`` (the references stand between both feet: followed at
+        once, they would put the weight on a foot still in the air)."""
         settle = self._settle
         if settle["start"] is None:
             settle["start"] = now
+        # The CoM waits over the other feet while a settling foot that starts in the air (more than
+        # SETTLE_LIFT above its target: a dead ik left it mid-swing) comes down; a foot on the ground moves
+        # with the weight where the references have it.
+        lifted = any(start[2, 3] - end[2, 3] > SETTLE_LIFT for start, end in settle["moves"].values())
+        stance = [position for frame, position in targets[0].foot_positions.items()
+                  if frame not in settle["moves"]] if lifted else []
+        release = SETTLE_RELEASE if stance else 0.0
+        radius = self.params.safe_stop_stance_radius
         out = []
         for dt, target in zip(times, targets):
-            s = min(1.0, ((now - settle["start"]) / NS_PER_S + dt) / SETTLE_TIME)
+            elapsed = (now - settle["start"]) / NS_PER_S + dt
+            s = min(1.0, elapsed / SETTLE_TIME)
             blend = s * s * s * (10.0 - 15.0 * s + 6.0 * s * s)
             positions, rotations = dict(target.foot_positions), dict(target.foot_rotations)
             for frame, (start, end) in settle["moves"].items():
@@ -1036,8 +1050,21 @@ class WholeBodyStage:
                     yaw0, yaw1 = yaw_of(start[:3, :3]), yaw_of(end[:3, :3])
                     yaw = yaw0 + blend * math.remainder(yaw1 - yaw0, 2.0 * math.pi)
                     rotations[frame] = rotation_z(yaw)
-            out.append(dataclasses.replace(target, foot_positions=positions, foot_rotations=rotations))
-        if (now - settle["start"]) / NS_PER_S >= SETTLE_TIME:
+            settled = dataclasses.replace(target, foot_positions=positions, foot_rotations=rotations)
+            if stance and target.com_position is not None:
+                r = min(1.0, max(0.0, elapsed - SETTLE_TIME) / SETTLE_RELEASE)
+                hold = 1.0 - r * r * r * (10.0 - 15.0 * r + 6.0 * r * r)
+                if hold > 0.0:
+                    com = np.array(target.com_position, dtype=float)
+                    centre = np.mean([np.asarray(p, dtype=float)[:2] for p in stance], axis=0)
+                    offset = com[:2] - centre
+                    distance = float(np.hypot(offset[0], offset[1]))
+                    if distance > radius:
+                        clamped = centre + offset * (radius / distance)
+                        com[:2] = hold * clamped + (1.0 - hold) * com[:2]
+                        settled = with_com(settled, com)
+            out.append(settled)
+        if (now - settle["start"]) / NS_PER_S >= SETTLE_TIME + release:
             self._settle = None  # settled: the standing targets alone from now on
         return out
 
