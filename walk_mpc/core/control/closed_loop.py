@@ -78,6 +78,16 @@ class ClosedLoopParameters:
         fall_tilt: Base tilt [rad] above which the walk counts as a fall.
         fall_height_ratio: Base height, as a fraction of the initial one, below which the walk counts
             as a fall.
+        torso_fall_tilt: Tilt [rad] of the torso frame from its reference posture's (the IK regulates it,
+            unlike the base, which pitches a few degrees per step by design) above which the walk counts
+            as a fall.
+        fall_com_distance: Horizontal distance [m] of the CoM to the nearest sole beyond which the walk
+            counts as a fall (out of any reachable support).
+        airborne_time: Time [s] without any sole in contact after which the walk counts as a fall (0: not
+            checked).
+        settled_speed: After ``settle_time``, the run goes on while the CoM moves faster than this [m/s]
+            or the base turns faster than 10 times this [rad/s] (a late fall is watched to its end) ...
+        settle_wait: ... for at most this long [s] (0: stop at ``settle_time``).
     """
 
     control_period: float = 0.02
@@ -88,12 +98,22 @@ class ClosedLoopParameters:
     settle_time: float = 0.5
     fall_tilt: float = math.radians(10.0)
     fall_height_ratio: float = 0.9
+    torso_fall_tilt: float = math.radians(10.0)
+    fall_com_distance: float = 0.3
+    airborne_time: float = 0.3
+    settled_speed: float = 0.05
+    settle_wait: float = 3.0
 
     def __post_init__(self) -> None:
         check_positive("control_period", self.control_period)
         check_nonnegative("settle_time", self.settle_time)
         check_positive("fall_tilt", self.fall_tilt)
         check_positive("fall_height_ratio", self.fall_height_ratio)
+        check_positive("torso_fall_tilt", self.torso_fall_tilt)
+        check_positive("fall_com_distance", self.fall_com_distance)
+        check_nonnegative("airborne_time", self.airborne_time)
+        check_positive("settled_speed", self.settled_speed)
+        check_nonnegative("settle_wait", self.settle_wait)
         for name in ("com_feedback", "support_correction", "shift_later_steps", "measured_support_height"):
             if not isinstance(getattr(self, name), bool):
                 raise ParameterError(name, getattr(self, name), "true or false")
@@ -104,8 +124,10 @@ class WalkOutcome:
     """What a closed-loop walk did.
 
     Attributes:
-        fallen: Whether the base tilted more than ``fall_tilt`` or dropped below ``fall_height_ratio``
-            (or the backend reported a fall); the walk stops there.
+        fallen: Whether the base tilted more than ``fall_tilt`` or dropped below ``fall_height_ratio``,
+            the torso tilted more than ``torso_fall_tilt``, the CoM left every sole by more than
+            ``fall_com_distance``, no sole touched the ground for ``airborne_time`` (or the backend
+            reported a fall); the walk stops there. Watched until the robot has settled (``settle_wait``).
         max_tilt: Largest base tilt from the vertical [rad].
         min_base_height_ratio: Lowest base height over its initial height [-].
         landing_errors: Step index -> horizontal distance [m] of the landed sole, measured when it has
@@ -234,6 +256,10 @@ class ClosedLoopWalk:
         self._fallen = False
         self._max_tilt = 0.0
         self._min_height = 1.0
+        self._fall_reason = ""
+        self._airborne_since: Optional[float] = None
+        torso = robot.frame_pose(robot.reference_configuration(), robot.torso_frame)[1]
+        self._torso_up = np.asarray(torso)[:, 2].copy()  # the reference torso's z axis (yaw-free)
         self._landing: dict[int, float] = {}
         self._corrected_landing: dict[int, float] = {}
         self._landing_yaw: dict[int, float] = {}
@@ -305,6 +331,7 @@ class ClosedLoopWalk:
             until: End time [s] on the backend's clock.
             on_tick: Called with each control tick's record (tracing, plots).
         """
+        watch = until is None
         if until is None:
             until = self.original_timeline.t_end + self.params.settle_time
         start = _time.perf_counter()
@@ -312,7 +339,27 @@ class ClosedLoopWalk:
             record = self.step()
             if record is not None and on_tick is not None:
                 on_tick(record)
+        # A late fall: watched until the robot has settled (or settle_wait has passed).
+        deadline = self.backend.time + self.params.settle_wait
+        while watch and not self._fallen and not self._settled() and self.backend.time < deadline - 1e-9:
+            record = self.step()
+            if record is not None and on_tick is not None:
+                on_tick(record)
         return self.outcome(_time.perf_counter() - start)
+
+    @property
+    def fall_reason(self) -> str:
+        """Why the walk counts as a fall ("" if it did not fall)."""
+        return self._fall_reason
+
+    def _settled(self) -> bool:
+        """Whether the CoM and the base are nearly still (simulator truth)."""
+        state = self.backend.state
+        q, v = np.asarray(state.q), np.asarray(state.v)
+        pin.centerOfMass(self.robot.model, self.robot.data, q, v, False)
+        speed = float(np.linalg.norm(self.robot.data.vcom[0]))
+        turning = float(np.linalg.norm(v[3:6]))
+        return speed < self.params.settled_speed and turning < 10.0 * self.params.settled_speed
 
     def outcome(self, wall_time: float = 0.0) -> WalkOutcome:
         """The outcome so far (``wall_time`` [s] as measured by the caller)."""
@@ -337,13 +384,38 @@ class ClosedLoopWalk:
     def _observe(self, state: SimState) -> None:
         """Fall detection on the simulator's truth (scoring)."""
         p = self.params
-        rotation = pin.Quaternion(np.asarray(state.q[3:7])).toRotationMatrix()
+        q = np.asarray(state.q)
+        rotation = pin.Quaternion(q[3:7]).toRotationMatrix()
         tilt = math.acos(max(-1.0, min(1.0, float(rotation[2, 2]))))
         self._max_tilt = max(self._max_tilt, tilt)
         ratio = float(state.q[2]) / self._standing_height
         self._min_height = min(self._min_height, ratio)
-        if state.fallen or tilt > p.fall_tilt or ratio < p.fall_height_ratio:
+        reasons = []
+        if state.fallen:
+            reasons.append("the simulator reports a fall")
+        if tilt > p.fall_tilt:
+            reasons.append(f"base tilt {math.degrees(tilt):.1f} deg")
+        if ratio < p.fall_height_ratio:
+            reasons.append(f"base height {ratio:.2f} of its initial height")
+        torso = self.robot.frame_pose(q, self.robot.torso_frame)[1]
+        torso_tilt = math.acos(max(-1.0, min(1.0, float(np.asarray(torso)[:, 2] @ self._torso_up))))
+        if torso_tilt > p.torso_fall_tilt:
+            reasons.append(f"torso tilt {math.degrees(torso_tilt):.1f} deg")
+        soles = [np.asarray(self.robot.frame_pose(q, frame)[0]) for frame in self._frames.values()]
+        com = np.asarray(state.com)
+        distance = min(float(np.hypot(*(com[:2] - sole[:2]))) for sole in soles)
+        if distance > p.fall_com_distance:
+            reasons.append(f"CoM {distance:.2f} m from the nearest sole")
+        if p.airborne_time > 0.0 and len(state.in_contact) and not any(state.in_contact):
+            if self._airborne_since is None:
+                self._airborne_since = state.time
+            if state.time - self._airborne_since >= p.airborne_time:
+                reasons.append(f"no sole on the ground for {state.time - self._airborne_since:.2f} s")
+        else:
+            self._airborne_since = None
+        if reasons and not self._fallen:
             self._fallen = True
+            self._fall_reason = f"t = {state.time:.2f} s: " + ", ".join(reasons)
 
     def _score_landings(self, t: float, state: SimState, before: Optional[Timeline]) -> None:
         """Landing errors (simulator truth) of a step that has settled at this tick, to the original plan and
