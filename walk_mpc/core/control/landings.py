@@ -9,8 +9,11 @@ measures, the sole contact forces (HAPTIX ``hxSensor`` contact sensors, summed p
   threshold: the same for a 35 kg and a 95 kg robot); below ``min_total_force`` in total nothing is decided
   (robot in the air, sensors off);
 * a step *lifted off* when its foot was seen unloaded during the step's single support;
-* it *landed* when that foot carries weight again after it lifted, during the next double support (or the
-  catch); the first such sample is the touchdown (early and late landings alike);
+* it *landed* when that foot carries weight again after it lifted: in the second half of its swing
+  (``early_progress`` of the single support on) an *early* landing, else during the next double support (or
+  the catch), a *late* one when it was not loaded at the first sample of that phase; the first such sample
+  is the touchdown, and :meth:`LandingMonitor.touchdown_delay` its time minus the planned one (the end of
+  the single support: negative early, positive late);
 * with measured feet (forward kinematics of the sample), its landing is *measured* ``settle_time`` after the
   touchdown: the horizontal distance of the sole to its step must be within ``tolerance``.
 
@@ -44,6 +47,8 @@ class LandingParameters:
         min_total_force: Total normal force [N] below which no contact is decided.
         tolerance: Largest horizontal distance [m] of a landed sole to its step.
         settle_time: Time after the touchdown at which the landed sole is measured [s].
+        early_progress: Fraction of the swing [-] from which a lifted foot carrying weight again has landed
+            (early).
     """
 
     enabled: bool = True
@@ -52,6 +57,7 @@ class LandingParameters:
     min_total_force: float = 20.0
     tolerance: float = 0.03
     settle_time: float = 0.1
+    early_progress: float = 0.5
 
     def __post_init__(self) -> None:
         if not isinstance(self.enabled, bool):
@@ -65,6 +71,8 @@ class LandingParameters:
         check_positive("min_total_force", self.min_total_force)
         check_positive("tolerance", self.tolerance)
         check_positive("settle_time", self.settle_time)
+        if not 0.0 < self.early_progress <= 1.0:
+            raise ParameterError("early_progress", self.early_progress, "a fraction of the swing in (0, 1]")
 
 
 @dataclasses.dataclass
@@ -73,6 +81,7 @@ class _Step:
     target: tuple  # planned (x, y) of the sole
     lifted: bool = False
     touchdown: Optional[float] = None  # time of the touchdown [s]
+    planned: float = math.nan  # planned touchdown [s] (end of the single support)
     error: Optional[float] = None  # measured horizontal landing error [m]
 
 
@@ -124,9 +133,13 @@ class LandingMonitor:
             step = self._steps.get(phase.step_index)
             if step is None:
                 target = phase.foot(phase.swing_foot).position
-                step = self._steps[phase.step_index] = _Step(phase.swing_foot, (target[0], target[1]))
+                step = self._steps[phase.step_index] = _Step(phase.swing_foot, (target[0], target[1]),
+                                                             planned=phase.t_end)
             if loads is not None and not loads[step.foot]:
                 step.lifted = True
+            elif (loads is not None and step.lifted and step.touchdown is None
+                  and phase.progress(t) >= self.params.early_progress):
+                step.touchdown = t  # an early landing
             return
         if phase.kind not in (PhaseKind.DOUBLE, PhaseKind.CATCH, PhaseKind.STAND):
             return
@@ -169,6 +182,13 @@ class LandingMonitor:
         """Time [s] the step's touchdown was seen, or None."""
         step = self._steps.get(step_index)
         return None if step is None else step.touchdown
+
+    def touchdown_delay(self, step_index: int) -> Optional[float]:
+        """Measured minus planned touchdown time [s] of a step (negative: early), or None if not seen."""
+        step = self._steps.get(step_index)
+        if step is None or step.touchdown is None or math.isnan(step.planned):
+            return None
+        return step.touchdown - step.planned
 
     def landing_error(self, step_index: int) -> Optional[float]:
         """Measured horizontal landing error [m] of a step, or None."""
