@@ -57,6 +57,24 @@ def test_every_link_matches_pinocchio_forward_kinematics_of_the_measured_state(f
             np.testing.assert_allclose(poses[f"talos1/{link}"], expected, atol=1e-9, err_msg=link)
 
 
+@pytest.mark.parametrize("robot", ["g1", "solo12"])
+def test_other_robots_links_match_forward_kinematics_too(robot):
+    try:
+        frames = RobotFrames(RobotFrames.Parameters(robot=RobotModel.Parameters(robot=robot)))
+    except Exception as exc:  # the robot's description is not installed here
+        pytest.skip(f"{robot}: {exc}")
+    model = frames.robot
+    sample = _sample(model, np.random.default_rng(9))
+    q = frames.configuration(sample)
+    data = model.model.createData()
+    pin.framesForwardKinematics(model.model, data, q)
+    poses = _world_poses(frames.observe(sample), "world")
+    assert len(poses) == len(frames.link_names) + 1
+    for link in frames.link_names:
+        expected = data.oMf[model.model.getFrameId(link, pin.FrameType.BODY)].homogeneous
+        np.testing.assert_allclose(poses[link], expected, atol=1e-9, err_msg=link)
+
+
 def test_the_tree_is_the_urdf_tree_with_the_prefix_and_the_world_frame_above_the_root(frames):
     urdf = ET.parse(frames.robot.urdf_path).getroot()
     links = {link.get("name") for link in urdf.findall("link")}
