@@ -43,6 +43,7 @@ from rclpy.node import Node
 from std_msgs.msg import Bool, Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
+from walk_mpc import gesture_demo
 from walk_mpc.core.errors import WalkMpcError
 from walk_mpc.core.walk import footsteps
 from walk_mpc.core.walk.behavior import WalkFlags
@@ -214,6 +215,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--video", action=argparse.BooleanOptionalAction, default=None,
                         help="render walk.mp4 from the recording (default: with --sim mujoco)")
     args = parser.parse_args(argv)
+    if args.robot not in [r.name for r in load_graph().robots] and gesture_demo.gesturing_robot(args.robot):
+        print(f"robot: {args.robot}")  # a quadruped: seed 003's gestures in process (the graph walks bipeds)
+        if args.sim != "mujoco":
+            print(f"demo: {args.robot} gestures on MuJoCo physics: use --sim mujoco", file=sys.stderr)
+            return 2
+        return gesture_demo.main(["--robot", args.robot, "--out-dir", str(args.out_dir)])
     args.video = args.sim == "mujoco" if args.video is None else args.video
     try:
         gait = robot_gait(args.robot, args.length, args.width, args.duration)

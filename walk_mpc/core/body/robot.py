@@ -226,6 +226,7 @@ class RobotDescription:
         contact_sensors: Contact sensor name prefixes of the feet (left, right for a biped; each sole
             has four corner sensors ``<prefix>_fl``, ``_fr``, ``_bl``, ``_br``).
         sole: Sole size (bipeds).
+        foot_radius: Radius of the contact sphere of each point foot [m] (multi-legged robots; 0 = 1 cm).
         posture: Standing posture.
         joint_groups: Servo gains of joint groups in simulation (first matching group wins).
         servo_default: Gains of the joints in no group (kp 0: the simulator's default).
@@ -244,6 +245,7 @@ class RobotDescription:
     leg_frames: tuple[str, ...] = ()
     contact_sensors: tuple[str, ...] = ("left_foot", "right_foot")
     sole: SoleSize = SoleSize()
+    foot_radius: float = 0.0
     posture: Posture = dataclasses.field(default_factory=Posture)
     joint_groups: tuple[JointGroup, ...] = ()
     servo_default: JointGroup = JointGroup("default", (".*",), 0.0, 0.0)
@@ -261,6 +263,7 @@ class RobotDescription:
                                  "both sole frames, or neither")
         if self.left_foot.frame and not self.sole.given:
             raise ParameterError("sole", self.sole, "the sole size of a biped (front, back, left, right)")
+        check_nonnegative("foot_radius", self.foot_radius)
         groups = [g.name for g in self.joint_groups]
         if len(set(groups)) != len(groups):
             raise ParameterError("joint_groups", groups, "distinct group names")

@@ -93,7 +93,7 @@ def with_robot_defaults(params: KinematicSim.Parameters, robot: RobotModel) -> K
         ModelError: The sole size is not given here and the robot description has none.
     """
     changes = {}
-    if not params.sole_given:
+    if not params.sole_given and robot.is_biped:
         sole = robot.sole_size
         changes.update(sole_front=sole.front, sole_back=sole.back, sole_left=sole.left, sole_right=sole.right)
     if not params.imu_frame:

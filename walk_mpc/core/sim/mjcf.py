@@ -200,6 +200,16 @@ def add_box(spec, body_name: str, name: str, centre: Sequence[float], half_size:
                                    friction=[friction, 0.005, 0.0001], solref=list(solref))
 
 
+def add_sphere(spec, body_name: str, name: str, centre: Sequence[float], radius: float,
+               friction: float = 1.0, solref: Sequence[float] = (0.02, 1.0)) -> None:
+    """A massless collision sphere of ``radius`` [m] in body ``body_name`` (point feet), with contact
+    ``solref`` (time constant [s], damping ratio)."""
+    mj = require_mujoco()
+    body(spec, body_name).add_geom(name=name, type=mj.mjtGeom.mjGEOM_SPHERE, pos=list(centre),
+                                   size=[radius, 0.0, 0.0], mass=0.0, friction=[friction, 0.005, 0.0001],
+                                   solref=list(solref))
+
+
 def add_site(spec, body_name: str, name: str, position: Sequence[float],
              quat_wxyz: Sequence[float] = (1.0, 0.0, 0.0, 0.0)) -> None:
     """A site (frame) in body ``body_name``."""
@@ -251,6 +261,7 @@ __all__ = [
     "add_floor",
     "add_position_actuator",
     "add_site",
+    "add_sphere",
     "add_velocity_actuator",
     "body",
     "compile_spec",

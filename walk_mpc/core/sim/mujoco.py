@@ -411,9 +411,10 @@ class MujocoSim(_MujocoBackend):
         self.mujoco_params = mujoco if mujoco is not None else MujocoSim.Parameters()
         self.robot = robot if robot is not None else RobotModel(params.robot)
         model = self.robot.model
-        if not self.robot.is_biped:
-            raise ModelError(f"the MuJoCo biped backend needs left/right foot frames; '{self.robot.name}' "
+        if not self.robot.foot_frames:
+            raise ModelError(f"the MuJoCo legged backend needs sole or foot frames; '{self.robot.name}' "
                              "has none")
+        self._point_feet = not self.robot.is_biped
         self.params = with_robot_defaults(params, self.robot)
         p, opt = self.params, self.mujoco_params
         if model.nq != model.nv + 1 or any(model.joints[j].nq != 1 for j in range(2, model.njoints)):
@@ -425,21 +426,35 @@ class MujocoSim(_MujocoBackend):
         mjcf.add_floor(spec, opt.friction, solref=solref)
         self._add_frame_site(spec, self.robot, root, p.imu_frame, "imu")
         self._add_frame_site(spec, self.robot, root, self.robot.base_frame, "base")
-        half = np.array([(p.sole_front + p.sole_back) / 2, (p.sole_left + p.sole_right) / 2,
-                         opt.sole_thickness / 2])
-        centre = np.array([(p.sole_front - p.sole_back) / 2, (p.sole_left - p.sole_right) / 2,
-                           opt.sole_thickness / 2])
-        for foot, frame in zip(FEET, self.robot.foot_frames):
-            body = self._add_frame_site(spec, self.robot, root, frame, f"{foot}_sole")
-            f = model.frames[self.robot.frame_id(frame)]
-            mjcf.add_box(spec, body, f"{foot}_box", f.placement.act(centre), half,
-                         _wxyz(f.placement.rotation), opt.friction, solref)
+        if self._point_feet:  # one sphere per foot, its centre on the foot frame
+            described = self.robot.description
+            self._feet = tuple(described.contact_sensors if described is not None and
+                               len(described.contact_sensors) == len(self.robot.foot_frames)
+                               else self.robot.foot_frames)
+            radius = described.foot_radius if described is not None and described.foot_radius > 0.0 else 0.01
+            self._foot_radius = radius
+            for foot, frame in zip(self._feet, self.robot.foot_frames):
+                body = self._add_frame_site(spec, self.robot, root, frame, f"{foot}_sole")
+                f = model.frames[self.robot.frame_id(frame)]
+                mjcf.add_sphere(spec, body, f"{foot}_box", f.placement.translation, radius, opt.friction,
+                                solref)
+        else:
+            self._feet, self._foot_radius = FEET, 0.0
+            half = np.array([(p.sole_front + p.sole_back) / 2, (p.sole_left + p.sole_right) / 2,
+                             opt.sole_thickness / 2])
+            centre = np.array([(p.sole_front - p.sole_back) / 2, (p.sole_left - p.sole_right) / 2,
+                               opt.sole_thickness / 2])
+            for foot, frame in zip(FEET, self.robot.foot_frames):
+                body = self._add_frame_site(spec, self.robot, root, frame, f"{foot}_sole")
+                f = model.frames[self.robot.frame_id(frame)]
+                mjcf.add_box(spec, body, f"{foot}_box", f.placement.act(centre), half,
+                             _wxyz(f.placement.rotation), opt.friction, solref)
         self._add_servos(spec, self.robot.joint_names, opt, self.robot)
         self._init_common(spec, self.robot, p.hardware_period, self.robot.joint_names, p.latency)
         m = self.model
-        self._sole_geoms = {m.geom(f"{foot}_box").id: i for i, foot in enumerate(FEET)}
-        self._sole_geom_ids = [m.geom(f"{foot}_box").id for foot in FEET]
-        self._sole_sites = [m.site(f"{foot}_sole").id for foot in FEET]
+        self._sole_geoms = {m.geom(f"{foot}_box").id: i for i, foot in enumerate(self._feet)}
+        self._sole_geom_ids = [m.geom(f"{foot}_box").id for foot in self._feet]
+        self._sole_sites = [m.site(f"{foot}_sole").id for foot in self._feet]
         self._foot_ids = [self.robot.frame_id(f) for f in self.robot.foot_frames]
         self._root_body = m.body(root).id
         self._wrench = np.zeros(6)
@@ -448,8 +463,9 @@ class MujocoSim(_MujocoBackend):
 
     @property
     def contact_names(self) -> tuple[str, ...]:
-        """Contact sensors: the four sole corners of the left foot, then of the right foot."""
-        return CONTACT_NAMES
+        """Contact sensors: the four sole corners of the left foot, then of the right foot (biped); one per
+        foot, named after the robot description's ``contact_sensors`` (point feet)."""
+        return self._feet if self._point_feet else CONTACT_NAMES
 
     def initial_configuration(self) -> np.ndarray:
         """Configuration used by :meth:`reset` without argument."""
@@ -467,7 +483,7 @@ class MujocoSim(_MujocoBackend):
         q = self._initial.copy() if q0 is None else self.robot.check_configuration(q0, "q0")
         q[7:] = np.clip(q[7:], self.robot.lower_limits(), self.robot.upper_limits())
         pin.framesForwardKinematics(self.pin_model, self.pin_data, q)
-        q[2] -= min(self.pin_data.oMf[i].translation[2] for i in self._foot_ids)
+        q[2] -= min(self.pin_data.oMf[i].translation[2] for i in self._foot_ids) - self._foot_radius
         self._rng = np.random.default_rng(self.params.seed)
         qpos = np.zeros(self.model.nq)
         qpos[0:3], qpos[3:7] = q[0:3], [q[6], q[3], q[4], q[5]]
@@ -499,7 +515,7 @@ class MujocoSim(_MujocoBackend):
     def _feet_in_contact(self) -> list[bool]:
         d = self.data
         if not d.ncon:
-            return [False, False]
+            return [False] * len(self._sole_geom_ids)
         geoms = d.contact.geom[:d.ncon]
         return [bool(np.any(geoms == g)) for g in self._sole_geom_ids]
 
@@ -524,17 +540,22 @@ class MujocoSim(_MujocoBackend):
             return g[6:].copy()
         pin.computeJointJacobians(model, data, q)
         frame = pin.LOCAL_WORLD_ALIGNED
-        jacobian = np.vstack([pin.getFrameJacobian(model, data, fid, frame) for fid in feet])
+        rows = slice(0, 3) if self._point_feet else slice(0, 6)  # point feet: forces, no moments
+        jacobian = np.vstack([pin.getFrameJacobian(model, data, fid, frame)[rows] for fid in feet])
         base = jacobian[:, :6].T  # (6, 6 k): g_base = base @ f
-        wrench = base.T @ np.linalg.solve(base @ base.T, g[:6])  # least norm (base has full row rank)
+        if self._point_feet:  # fewer than three point feet leave the base rows rank deficient
+            wrench = np.linalg.lstsq(base, g[:6], rcond=None)[0]
+        else:
+            wrench = base.T @ np.linalg.solve(base @ base.T, g[:6])  # least norm (full row rank)
         return g[6:] - jacobian[:, 6:].T @ wrench
 
     # ------------------------------------------------------------------ readings
     def _sole_forces(self) -> tuple[np.ndarray, np.ndarray]:
         """Normal force [N] and centre of pressure (world) of each sole."""
         mj, m, d = self._mj, self.model, self.data
-        force = np.zeros(2)
-        moment = np.zeros((2, 3))
+        n = len(self._sole_sites)
+        force = np.zeros(n)
+        moment = np.zeros((n, 3))
         for c in range(d.ncon):
             g1, g2 = d.contact.geom[c]
             i = self._sole_geoms.get(int(g1), self._sole_geoms.get(int(g2)))
@@ -545,7 +566,7 @@ class MujocoSim(_MujocoBackend):
             force[i] += normal
             moment[i] += normal * d.contact.pos[c]
         cop = np.array([moment[i] / force[i] if force[i] > 0.0 else d.site_xpos[self._sole_sites[i]]
-                        for i in range(2)])
+                        for i in range(n)])
         return force, cop
 
     def _bilinear(self, local: np.ndarray) -> np.ndarray:
@@ -555,8 +576,11 @@ class MujocoSim(_MujocoBackend):
         return np.array([sx * sy, sx * (1 - sy), (1 - sx) * sy, (1 - sx) * (1 - sy)])
 
     def corner_positions(self) -> dict[str, np.ndarray]:
-        """World position [m] of each contact sensor (sole corners at the current foot poses)."""
+        """World position [m] of each contact sensor (sole corners at the current foot poses; the foot
+        frames of point feet)."""
         p, d = self.params, self.data
+        if self._point_feet:
+            return {foot: d.site_xpos[site].copy() for foot, site in zip(self._feet, self._sole_sites)}
         corners = np.array([[p.sole_front, p.sole_left, 0.0], [p.sole_front, -p.sole_right, 0.0],
                             [-p.sole_back, p.sole_left, 0.0], [-p.sole_back, -p.sole_right, 0.0]])
         out = {}
@@ -569,8 +593,8 @@ class MujocoSim(_MujocoBackend):
     def _finish(self) -> None:
         p, d = self.params, self.data
         force, cops = self._sole_forces()
-        corners = np.zeros(8)
-        for i, site in enumerate(self._sole_sites):
+        corners = np.zeros(8) if not self._point_feet else force.copy()
+        for i, site in enumerate(self._sole_sites if not self._point_feet else ()):
             if force[i] > 0.0:
                 rotation = d.site_xmat[site].reshape(3, 3)
                 local = rotation.T @ (cops[i] - d.site_xpos[site])
@@ -594,7 +618,7 @@ class MujocoSim(_MujocoBackend):
         self._sample = SensorSample(
             time=self._time, joint_names=names, joint_pos=joint_pos, joint_vel=joint_vel,
             motor_names=names, motor_pos=joint_pos, motor_vel=joint_vel, motor_torque=torque,
-            contact_names=CONTACT_NAMES, contact=corners,
+            contact_names=self.contact_names, contact=corners,
             imu_names=(p.imu_frame,), imu_orientation_xyzw=imu_quat[None, :],
             imu_angular_vel=gyro[None, :], imu_linear_acc=acc[None, :],
             base_estimate_valid=True, base_position=base_position, base_orientation_xyzw=base_quat,
