@@ -31,6 +31,7 @@ import struct
 import sys
 from typing import Optional, Sequence
 
+import numpy as np
 from std_msgs.msg import String
 
 from walk_mpc.core.body.frames import RobotFrames, TransformTree
@@ -89,35 +90,46 @@ class RobotStateNodeParameters:
             raise ParameterError("frames", self.frames, "a RobotFrames.Parameters")
 
 
-def _align(buffer: bytearray, size: int) -> None:
-    """Pad to a multiple of ``size`` from the start of the CDR payload (after the 4-byte header)."""
-    buffer.extend(b"\0" * (-(len(buffer) - 4) % size))
+def _layout(parents: tuple, children: tuple) -> tuple[list, list]:
+    """Per transform of a TFMessage, the bytes around its stamp and pose: (padding before the stamp, frame
+    names after it up to the pose). They depend on the frame names only: CDR alignment counts from the
+    start of the payload (after the 4-byte encapsulation header)."""
+    before, after = [], []
+    offset = 4  # the sequence length
+    for parent, child in zip(parents, children):
+        pad = -offset % 4
+        offset += pad + 8  # header.stamp: int32 sec, uint32 nanosec
+        names = bytearray()
+        for name in (parent, child):  # header.frame_id, child_frame_id: uint32 length (with the NUL), bytes
+            text = name.encode()
+            names += b"\0" * (-(offset + len(names)) % 4) + struct.pack("<I", len(text) + 1) + text + b"\0"
+        names += b"\0" * (-(offset + len(names)) % 8)  # transform: float64s
+        offset += len(names) + 56  # translation (x, y, z), rotation (x, y, z, w)
+        before.append(b"\0" * pad)
+        after.append(bytes(names))
+    return before, after
 
 
-def _cdr_string(buffer: bytearray, text: bytes) -> None:
-    _align(buffer, 4)
-    buffer.extend(struct.pack("<I", len(text) + 1))
-    buffer.extend(text)
-    buffer.append(0)
+_LAYOUTS: dict = {}
 
 
 def tf_message_cdr(tree: TransformTree, stamp_ns: int) -> bytes:
     """CDR (little endian) bytes of a ``tf2_msgs/msg/TFMessage`` holding every transform of ``tree``, each
     stamped ``stamp_ns`` [ns]: what ``serialize_message`` makes of the message, without tf2_msgs."""
+    key = (tree.parents, tree.children)
+    layout = _LAYOUTS.get(key)
+    if layout is None:
+        if len(_LAYOUTS) >= 16:
+            _LAYOUTS.clear()
+        layout = _LAYOUTS[key] = _layout(*key)
+    before, after = layout
     sec, nanosec = divmod(int(stamp_ns), 1_000_000_000)
     stamp = struct.pack("<iI", sec, nanosec)
-    buffer = bytearray(b"\x00\x01\x00\x00")  # CDR_LE encapsulation
-    buffer.extend(struct.pack("<I", len(tree)))
-    values = [struct.pack("<7d", *t, *r) for t, r in zip(tree.translations.tolist(),
-                                                         tree.rotations_xyzw.tolist())]
-    for parent, child, pose in zip(tree.parents, tree.children, values):
-        _align(buffer, 4)
-        buffer.extend(stamp)  # header.stamp (int32 sec, uint32 nanosec)
-        _cdr_string(buffer, parent.encode())  # header.frame_id
-        _cdr_string(buffer, child.encode())  # child_frame_id
-        _align(buffer, 8)
-        buffer.extend(pose)  # transform.translation (x, y, z), transform.rotation (x, y, z, w)
-    return bytes(buffer)
+    poses = np.concatenate((tree.translations, tree.rotations_xyzw), axis=1).astype("<f8").tobytes()
+    parts = [b"\x00\x01\x00\x00", struct.pack("<I", len(tree))]  # CDR_LE encapsulation, sequence length
+    for i, (pad, names) in enumerate(zip(before, after)):
+        parts += (pad, stamp, names, poses[56 * i:56 * i + 56])
+    return b"".join(parts)
 
 
 class RobotStateNode(GraphNode):
