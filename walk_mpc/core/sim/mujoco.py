@@ -23,6 +23,16 @@ force-weighted mean of the corners is the CoP; base pose and twist ground truth.
 no ZMP clipping: ``zmp_clip_count`` stays 0). The robot has fallen (latched until reset) when the base
 is below ``fall_height_ratio`` of its height after reset or tilts more than ``fall_tilt``.
 
+**Point feet** (:class:`MujocoSim` with a multi-legged robot, e.g. solo12): one contact sphere per foot
+centred on its foot frame (``foot_radius`` of the robot description, 1 cm if none), feet on the ground at
+reset, one contact sensor per foot (the description's ``contact_sensors``, e.g. ``FL_FOOT``) reading its
+normal force; the gravity feed-forward balances the base with point forces (least squares: two feet or
+fewer cannot hold every moment).
+
+Gains, torque limits and rotor inertias come from the robot description's joint groups
+(``config/robots/<name>.yaml``); :class:`MujocoSim.Parameters` ``gain_patterns`` override them (tuning) and
+``kp`` / ``kd`` serve the joints no group covers.
+
 **Wheeled** (:class:`MujocoWheelSim`, e.g. upkie): wheel joints continuous, only the tire cylinders
 collide; the base slides along world x and z without rotating (an unbalanced wheeled biped would
 pitch over), so the wheels carry its weight and roll it. The wheels follow a scripted velocity
