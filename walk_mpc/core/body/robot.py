@@ -223,8 +223,10 @@ class RobotDescription:
         left_foot: Left sole frame (bipeds).
         right_foot: Right sole frame (bipeds).
         leg_frames: Foot frames of a multi-legged robot (point contacts).
-        contact_sensors: Contact sensor name prefixes of the feet (left, right for a biped; each sole
-            has four corner sensors ``<prefix>_fl``, ``_fr``, ``_bl``, ``_br``).
+        contact_sensors: Contact sensor names of the feet: a biped's sole prefixes (each sole has four
+            corner sensors ``<prefix>_fl``, ``_fr``, ``_bl``, ``_br``; the graph's nodes expect
+            ``left_foot``, ``right_foot``, the only ones accepted for now), one normal-force sensor per foot
+            of a multi-legged robot (default: its foot frames).
         sole: Sole size (bipeds).
         foot_radius: Radius of the contact sphere of each point foot [m] (multi-legged robots; 0 = 1 cm).
         posture: Standing posture.
@@ -264,6 +266,11 @@ class RobotDescription:
         if self.left_foot.frame and not self.sole.given:
             raise ParameterError("sole", self.sole, "the sole size of a biped (front, back, left, right)")
         check_nonnegative("foot_radius", self.foot_radius)
+        if self.left_foot.frame and self.contact_sensors != ("left_foot", "right_foot"):
+            raise ParameterError("contact_sensors", self.contact_sensors,
+                                 "[left_foot, right_foot] for a biped (the graph's sole sensor prefixes)")
+        if self.leg_frames and self.contact_sensors == ("left_foot", "right_foot"):  # the default
+            object.__setattr__(self, "contact_sensors", self.leg_frames)
         groups = [g.name for g in self.joint_groups]
         if len(set(groups)) != len(groups):
             raise ParameterError("joint_groups", groups, "distinct group names")
