@@ -232,6 +232,7 @@ class Stabilizer:
         self._com_admittance = np.zeros(2)  # its admittance part [m]
         self._ankle = {Foot.LEFT: np.zeros(2), Foot.RIGHT: np.zeros(2)}  # (roll, pitch) [rad]
         self._height_difference = 0.0  # z_L - z_R [m]
+        self._swinging = {Foot.LEFT: False, Foot.RIGHT: False}  # not on the ground since a planned swing
         self._output = _ZERO_OUTPUT
         self._log: dict = {}
 
@@ -382,9 +383,17 @@ class Stabilizer:
                                             p.ankle_offset_limit)
             else:
                 self._ankle[foot] = self._ankle[foot] * swing_leak
-        # Foot force difference control: both soles loaded, or planned on the ground (a late landing).
-        if contact[Foot.LEFT] and contact[Foot.RIGHT] or len(set(planned_stance)) == 2:
-            if not (contact[Foot.LEFT] and contact[Foot.RIGHT]):
+        # Foot force difference control: both soles loaded, or a late landing (a foot that has been in the air
+        # since its swing, planned on the ground again: its sole goes down, the other up, until it carries
+        # its half). A sole that leaves the ground while planned on it (tipping over an edge) is not lowered.
+        for foot in Foot:
+            if foot not in planned_stance:
+                self._swinging[foot] = True
+            elif contact[foot]:
+                self._swinging[foot] = False
+        late = len(set(planned_stance)) == 2 and any(self._swinging[f] for f in Foot)
+        if contact[Foot.LEFT] and contact[Foot.RIGHT] or late:
+            if late:
                 desired_force = {Foot.LEFT: 0.5 * total, Foot.RIGHT: 0.5 * total}
             measured_difference = forces[Foot.LEFT] - forces[Foot.RIGHT]
             desired_difference = desired_force[Foot.LEFT] - desired_force[Foot.RIGHT]
