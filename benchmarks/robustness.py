@@ -14,7 +14,9 @@ below 90 % of its height, :class:`~walk_mpc.core.control.closed_loop.ClosedLoopP
 * **leg gains**: the lowest leg kp (kd = kp / 100) in a list at which the 10-step walk stands;
 * **speed**: the fastest gait (step length, single / double support) of a list that walks 10 steps.
 
-Prints a table; ``--quick`` runs the few-second subset that ``test/test_robustness.py`` checks.
+``--estimated``: the samples carry no base pose (``base_estimate_valid`` false): the controllers estimate
+the state from the IMU and the legs (the simulator's truth only scores). ``--sections`` selects rows.
+Prints a table; ``test/test_robustness.py`` checks a few-second subset.
 
     bash -c 'source tools/env.sh && source install/setup.bash && OPENBLAS_NUM_THREADS=1 \
         python -P benchmarks/robustness.py'
@@ -71,14 +73,21 @@ def timeline_of(robot: RobotModel, gait: Gait) -> Timeline:
                                                    catch_duration=0.6))
 
 
+ESTIMATED = False  # the samples without base pose (--estimated)
+
+
 def run_walk(robot: RobotModel, stabilizer: bool, gait: Gait = Gait(), terrain: Optional[Terrain] = None,
              push: Optional[tuple] = None, kp: float = LEG_KP, settle: float = 0.5,
              duration: Optional[float] = None) -> WalkOutcome:
-    """One closed-loop walk on MuJoCo; ``push`` = (start time [s], force [N] (3,)) for PUSH_DURATION."""
+    """One closed-loop walk on MuJoCo; ``push`` = (start time [s], force [N] (3,)) for PUSH_DURATION; with
+    :data:`ESTIMATED` the samples have no base pose."""
     physics = MujocoSim.Parameters(gain_patterns=("leg_",), gain_kp=(kp,), gain_kd=(kp / 100.0,))
     params = KinematicSim.Parameters()
     sim = (TerrainMujocoSim(terrain, params, physics, robot=robot) if terrain is not None
            else MujocoSim(params, physics, robot=robot))
+    if ESTIMATED:
+        truth = sim.sensor_sample
+        sim.sensor_sample = lambda: dataclasses.replace(truth(), base_estimate_valid=False)
     timeline = timeline_of(robot, gait)
     options = {"whole_body": {"stabilizer": StabilizerParameters(enabled=stabilizer)}}
     loop = ClosedLoopWalk(robot, sim, timeline, params=ClosedLoopParameters(settle_time=settle),
@@ -93,6 +102,9 @@ def run_walk(robot: RobotModel, stabilizer: bool, gait: Gait = Gait(), terrain: 
             if active != pushing:
                 sim.set_base_force(np.asarray(force, dtype=float) if active else np.zeros(3))
                 pushing = active
+        loop.step()
+    deadline = sim.time + loop.params.settle_wait  # a late fall: watched until the robot has settled
+    while not loop.fallen and not loop.settled() and sim.time < deadline - 1e-9:
         loop.step()
     return loop.outcome(time.perf_counter() - start)
 
@@ -168,7 +180,10 @@ def main(argv=None) -> None:
     parser.add_argument("--sections", default="pushes,terrain,gains,speed",
                         help="comma-separated: pushes, terrain, gains, speed")
     parser.add_argument("--iterations", type=int, default=5, help="bisection halvings of each push")
+    parser.add_argument("--estimated", action="store_true", help="samples without base pose (IMU + legs)")
     args = parser.parse_args(argv)
+    global ESTIMATED
+    ESTIMATED = args.estimated
     robot = RobotModel()
     sections = args.sections.split(",")
     rows = []

@@ -341,7 +341,7 @@ class ClosedLoopWalk:
                 on_tick(record)
         # A late fall: watched until the robot has settled (or settle_wait has passed).
         deadline = self.backend.time + self.params.settle_wait
-        while watch and not self._fallen and not self._settled() and self.backend.time < deadline - 1e-9:
+        while watch and not self._fallen and not self.settled() and self.backend.time < deadline - 1e-9:
             record = self.step()
             if record is not None and on_tick is not None:
                 on_tick(record)
@@ -352,7 +352,7 @@ class ClosedLoopWalk:
         """Why the walk counts as a fall ("" if it did not fall)."""
         return self._fall_reason
 
-    def _settled(self) -> bool:
+    def settled(self) -> bool:
         """Whether the CoM and the base are nearly still (simulator truth)."""
         state = self.backend.state
         q, v = np.asarray(state.q), np.asarray(state.v)
