@@ -84,6 +84,16 @@ the standing feet taken from the posture until a new plan (a safe stop in progre
 stage has not walked since). A rogue stamp (not later than the last one, far
 ahead of the steady clock) is skipped without any state change.
 
+Stabilizer (``stabilizer.enabled``, bipeds): a :class:`~walk_mpc.core.control.stabilizer.Stabilizer`
+observes every accepted sample (the hardware rate, 10 ms) from what the robot measures (encoders, IMU, sole
+contact forces; the base pose only with ``stabilizer.use_base_estimate``), with the latest CoM reference and
+the sole targets of the last tick (leg odometry anchors) and the tick's planned stance; each tick solved
+through the reference-driven path (and the ticks solved ahead, the same way) adds its offsets to the
+targets at T and 2T: CoM target shift, sole roll / pitch (ankle admittance) and sole heights (force
+difference control). Without references (sensor-driven ticks, safe stops) its reference is cleared and its
+offsets leak back to zero. Disabled, it is never called: the commands are bit for bit those of the stage
+without it (``test_stabilizer``).
+
 Gestures (seed 003; legs = the robot's foot frames in model order): :meth:`WholeBodyStage.exec_gesture`
 queues a gesture while standing; the gestures queued between two ticks are applied together at the next
 standing tick, composed in the seed's order ``Rz Ry Rx Tz Ty Tx`` whatever their call order (the values of
