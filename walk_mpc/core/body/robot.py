@@ -579,6 +579,7 @@ class RobotModel:
         self.model.addFrame(pin.Frame(foot.frame, parent.parentJoint, parent_id, parent.placement * local,
                                       pin.FrameType.OP_FRAME))
         self._frame_names.append(foot.frame)
+        self.__dict__.pop("_frame_ids", None)  # frame_id's index, rebuilt with the new frame
 
     # ----------------------------------------------------------------- loading
     def _load_reference(self, srdf_path: Path | None) -> np.ndarray:
@@ -650,9 +651,15 @@ class RobotModel:
         Raises:
             FrameNotFound: If the model has no such frame (lists the valid frames).
         """
-        if not isinstance(name, str) or not self.model.existFrame(name):
-            raise FrameNotFound(name, self._frame_names)
-        return self.model.getFrameId(name)
+        ids = self.__dict__.get("_frame_ids")
+        if ids is None:  # name -> index, once (pinocchio's lookup compares the names one by one)
+            ids = self.__dict__["_frame_ids"] = {}
+            for index, frame in enumerate(self.model.frames):
+                ids.setdefault(frame.name, index)  # the first of a repeated name, as getFrameId
+        try:
+            return ids[name]
+        except (KeyError, TypeError):
+            raise FrameNotFound(name, self._frame_names) from None
 
     def joint_index_q(self, name: str) -> int:
         """Index of actuated joint ``name`` in the configuration vector.
