@@ -13,10 +13,13 @@ the demo's topics. Once every graph runs, all robots walk at once (one goal of 0
 * per process kind (sim, walk_behavior, mpc_planner, ik, robot_state, probe): CPU time in the window as a
   share of one core, summed over the robots, and per robot.
 
+``--mode bringup`` runs each robot's graph as one process instead (``python -m walk_mpc.nodes.bringup``: every
+node of the robot on one executor, one DDS participant), to compare what the processes cost.
+
 A benchmark, not a test: it prints a table per N; it takes about ``duration + 30`` s per N.
 
     bash -c 'source tools/env.sh && source install/setup.bash && python -P benchmarks/multi_robot.py \\
-        --robots 1 2 4 --duration 60 [--recorder]'
+        --robots 1 2 4 --duration 60 [--recorder] [--mode processes|bringup]'
 """
 
 from __future__ import annotations
@@ -123,13 +126,20 @@ def probe(args: argparse.Namespace) -> int:
 def run(count: int, args: argparse.Namespace, logs: Path) -> None:
     from walk_mpc.tools.launch_graph import GraphProcesses
 
-    graphs: List[GraphProcesses] = []
+    graphs: list = []
     probes: List[subprocess.Popen] = []
     environ = dict(os.environ)
     try:
         for i in range(count):
             os.environ["ROS_DOMAIN_ID"] = str(BASE_DOMAIN + i)
-            graphs.append(GraphProcesses("talos", "kinematic", log_dir=logs / f"n{count}_robot{i}").start())
+            if args.mode == "bringup":
+                log = open(logs / f"n{count}_robot{i}_bringup.log", "w")
+                graphs.append(_Bringup(subprocess.Popen(
+                    [sys.executable, "-P", "-m", "walk_mpc.nodes.bringup", "--robot", "talos", "--sim",
+                     "kinematic"], stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ))))
+            else:
+                graph = GraphProcesses("talos", "kinematic", log_dir=logs / f"n{count}_robot{i}")
+                graphs.append(graph.start())
             command = [sys.executable, "-P", __file__, "--probe", "--duration", str(args.duration)]
             if args.recorder:
                 command += ["--record", str(logs / f"n{count}_robot{i}.mcap")]
@@ -169,7 +179,7 @@ def run(count: int, args: argparse.Namespace, logs: Path) -> None:
             p.wait(30)
         for g in graphs:
             g.stop()
-    print(f"\n## {count} robot(s), {args.duration:.0f} s walking window"
+    print(f"\n## {count} robot(s), {args.mode}, {args.duration:.0f} s walking window"
           f"{' with the recorder' if args.recorder else ''}, load average {load:.1f}")
     print("| robot | samples measured (sim) / latency messages | missed deadlines | "
           "latency median / p99 / max [ms] | walk |\n|---|---|---|---|---|")
@@ -194,11 +204,29 @@ def run(count: int, args: argparse.Namespace, logs: Path) -> None:
     print(f"| total | {100 * total / count:.0f} | {100 * total:.0f} (of {cores} cores) |", flush=True)
 
 
+class _Bringup:
+    """A robot's graph as one process (``--mode bringup``): GraphProcesses' ``processes`` and ``stop``."""
+
+    def __init__(self, process: subprocess.Popen) -> None:
+        self.processes = {"bringup": process}
+
+    def stop(self) -> None:
+        process = self.processes["bringup"]
+        if process.poll() is None:
+            process.send_signal(2)  # SIGINT: a clean shutdown
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--robots", type=int, nargs="*", default=[1, 2, 4], help="robot counts to run")
     parser.add_argument("--duration", type=float, default=60.0, help="[s] walking window")
     parser.add_argument("--recorder", action="store_true", help="each probe records an MCAP (as the demo)")
+    parser.add_argument("--mode", choices=("processes", "bringup"), default="processes",
+                        help="a process per node (as launched) or one process per robot")
     parser.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--record", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
