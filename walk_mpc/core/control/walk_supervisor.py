@@ -26,6 +26,22 @@
   commands.
 * **Plans**: a changed timeline or behavior gives a new :class:`~walk_mpc.core.control.types.WalkPlan`
   (``plan_id`` + 1, stamped at the timeline's t = 0); in Stand after a walk, the final feet without steps.
+* **Velocity walking** (:meth:`velocity`, ``cmd_vel``): the command is stamped with the sensor time of the
+  last sample and followed by a :class:`~walk_mpc.core.walk.velocity.VelocityWalk`, streamed into the same
+  step queue before the behavior advances on each sample: from Stand a fresh nonzero command starts an
+  open walk (goal id a :class:`VelocityWalkId`, look-ahead ``velocity.lookahead``) at the measured feet;
+  while it walks, the one uncommitted step follows the latest command; a zero or timed-out command closes
+  the stance and the walk ends normally (NONE). Coexistence with Walk goals, latest wins:
+
+  - a nonzero command while a Walk goal walks preempts it at once (the goal ends PREEMPTED "preempted by
+    cmd_vel"; its committed steps are walked, the velocity steps follow them without stopping); while the
+    goal is stopping (cancel, error, last step), the velocity walk starts from Stand after it;
+  - a Walk goal while a velocity walk runs: if it follows on (Atlas preemption rule) it preempts at once;
+    otherwise (a goal planned from step 1, the usual case) the velocity walk closes its stance (its
+    committed steps cannot change) and ends PREEMPTED "preempted by goal ...", and the goal starts from
+    Stand at the measured feet right after (it waits, accepted; a cancel or a newer nonzero command ends
+    it, CANCELED or PREEMPTED "preempted by cmd_vel"). A goal clears the command: only a later cmd_vel
+    preempts it.
 
 Every call returns a :class:`SupervisorOutput`: the status to publish (on control ticks), the plan to
 publish if it changed, and the goals that ended.
@@ -52,6 +68,7 @@ from walk_mpc.core.errors import InputError, ParameterError, WalkMpcError
 from walk_mpc.core.params import check_positive
 from walk_mpc.core.sensors import SensorSample, check_sample
 from walk_mpc.core.walk.behavior import (
+    NUM_REQUIRED_WALK_STEPS,
     Behavior,
     GoalAnswer,
     QueueAnswer,
@@ -60,12 +77,27 @@ from walk_mpc.core.walk.behavior import (
     WalkErrorCode,
     WalkResult,
     WalkStatus,
+    steps_from_records,
 )
 from walk_mpc.core.walk.step import Foot, Step
 from walk_mpc.core.walk.timeline import FootPose, Timeline
+from walk_mpc.core.walk.velocity import VelocityCommand, VelocityWalk, VelocityWalkParameters
 
 #: Error code of a walk ended by each watchable component.
 LINK_ERRORS = {"mpc_planner": WalkErrorCode.PLANNER_FAILURE, "ik": WalkErrorCode.IK_FAILURE}
+
+#: Message of a Walk goal preempted by a velocity command.
+PREEMPTED_BY_CMD_VEL = "preempted by cmd_vel"
+
+
+@dataclasses.dataclass(frozen=True)
+class VelocityWalkId:
+    """Goal id of a velocity walk (``cmd_vel``), numbered from 1 in each supervisor."""
+
+    number: int
+
+    def __str__(self) -> str:
+        return f"cmd_vel walk {self.number}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +126,7 @@ class WalkSupervisorParameters:
             beyond which a walk ends (DEADLINES_MISSED); 1.0 never ends one.
         deadline_window: Number of measured samples [-] the share is taken over (100 = 1 s at 10 ms).
         deadline_topic: Name of the deadline accounting input, for the messages.
+        velocity: Velocity walking (``cmd_vel``): speed limits, gait, command timeout, look-ahead.
     """
 
     behavior: WalkBehavior.Parameters = dataclasses.field(default_factory=WalkBehavior.Parameters)
@@ -111,10 +144,17 @@ class WalkSupervisorParameters:
     max_missed_deadline_share: float = 0.3
     deadline_window: int = 100
     deadline_topic: str = "sim/deadlines"
+    velocity: VelocityWalkParameters = dataclasses.field(default_factory=VelocityWalkParameters)
 
     def __post_init__(self) -> None:
         if not isinstance(self.behavior, WalkBehavior.Parameters):
             raise ParameterError("behavior", self.behavior, "a WalkBehavior.Parameters")
+        if not isinstance(self.velocity, VelocityWalkParameters):
+            raise ParameterError("velocity", self.velocity, "a VelocityWalkParameters")
+        try:
+            self.velocity.check_against(self.behavior.limits, self.behavior.timing)
+        except ParameterError as exc:
+            raise ParameterError(f"velocity.{exc.name}", exc.value, exc.expected) from None
         check_positive("control_period", self.control_period)
         check_positive("sensor_timeout", self.sensor_timeout)
         check_positive("link_timeout", self.link_timeout)
@@ -151,12 +191,15 @@ class SupervisorOutput:
         plan: The new plan when the timeline or behavior changed, else None.
         results: Goals that ended during the call.
         rejected: Why a sample was not used ("" if used or not a sample).
+        velocity: The command taken by :meth:`WalkSupervisor.velocity` (its ``message`` says what was
+            clamped), else None.
     """
 
     status: Optional[WalkStatus] = None
     plan: Optional[WalkPlan] = None
     results: tuple = ()
     rejected: str = ""
+    velocity: Optional[VelocityCommand] = None
 
 
 @dataclasses.dataclass
@@ -217,6 +260,12 @@ class WalkSupervisor:
         self._links = {name: _Link(topic) for name, topic in self._topics.items()}
         self._deadline_counts: list = []  # (measured, missed) totals reported, oldest first
         self.rejected_samples = 0
+        behavior = self.params.behavior
+        self._velocity = VelocityWalk(self.params.velocity, behavior.limits, behavior.timing)
+        self._velocity_walks = 0  # velocity walks started (their ids)
+        self._velocity_sent: Optional[tuple] = None  # (steps, plan_complete) last queued by the stream
+        self._velocity_stopping_logged = False
+        self._deferred: Optional[tuple] = None  # (goal_id, steps, plan_complete) waiting for Stand
 
     # ------------------------------------------------------------------ read-only state
     @property
@@ -238,6 +287,21 @@ class WalkSupervisor:
     def plan_id(self) -> int:
         """Id of the last plan produced (``first_plan_id - 1``: none yet)."""
         return self._plan_id
+
+    @property
+    def velocity_walk(self) -> VelocityWalk:
+        """The velocity command follower (read-only use)."""
+        return self._velocity
+
+    @property
+    def velocity_walking(self) -> bool:
+        """Whether the walk in progress is a velocity walk."""
+        return self.walking and isinstance(self._core.goal_id, VelocityWalkId)
+
+    @property
+    def waiting_goal(self) -> Optional[Hashable]:
+        """The Walk goal waiting for a velocity walk to close its stance, else None."""
+        return None if self._deferred is None else self._deferred[0]
 
     # ------------------------------------------------------------------ sensor samples
     def observe(self, stamp_ns: int, sample: SensorSample,
@@ -284,6 +348,7 @@ class WalkSupervisor:
                          f"{self.params.sensor_timeout} s)")
         self._check_links_by_stamp(min(gap_ns, self._period_ns), results)
         t = (stamp_ns - self._origin_ns) / NS_PER_S
+        self._stream(t, results)  # the velocity walk's steps are queued before the touchdowns that need them
         walking = self.walking
         self._loads = self._landings.loads(sample)
         status = self._core.step(max(0.0, t - self._core.time))
@@ -291,10 +356,13 @@ class WalkSupervisor:
             self._landings.observe(status.t, status.phase, self._loads, self._measured if tick else None)
         if status.result is not None:
             results.append(self._checked(status.result))
+        self._after_results(results)
         if tick and status.support_foot is not None and self._measured is not None:
             measured = self._measured[status.support_foot]
             status = dataclasses.replace(status, measured_support_foot_pose=measured)
         plan = self._plan_if_changed(status.timeline)
+        if self._core.status.timeline is not status.timeline:  # a waiting goal started after the step
+            plan = self._plan_if_changed() or plan
         return SupervisorOutput(status if tick else None, plan, tuple(results))
 
     def reject(self, reason: str) -> SupervisorOutput:
@@ -400,6 +468,7 @@ class WalkSupervisor:
                 if link.steady_ns is not None and last - link.steady_ns > self._link_ns:
                     self._abort_link(name, (steady_ns - link.steady_ns) / NS_PER_S, results)
                     break
+        self._after_results(results)
         return SupervisorOutput(plan=self._plan_if_changed(), results=tuple(results))
 
     # ------------------------------------------------------------------ the chain
@@ -535,10 +604,22 @@ class WalkSupervisor:
         refusal = self.refusal(optional_steady(steady_ns))
         if refusal is not None:
             return GoalAnswer(goal_id, False, Rejection(refusal[0], refusal[1])), SupervisorOutput()
+        if self._deferred is not None:  # the newer goal replaces the waiting one
+            waiting = self._deferred[0]
+            self._deferred = None
+            message = f"preempted by goal {goal_name(goal_id)}"
+            self._log.info(f"goal {goal_name(waiting)}: {message} before it started")
+            preempted = (WalkResult(waiting, WalkErrorCode.PREEMPTED, message, 0),)
+            answer, output = self.submit_goal(goal_id, steps, plan_complete, steady_ns)
+            return answer, dataclasses.replace(output, results=preempted + output.results)
+        if self.velocity_walking:
+            return self._submit_over_velocity(goal_id, steps, plan_complete)
         standing = self._core.behavior is Behavior.STAND
         if standing and self._measured is not None:
             self._core.reset(self._measured[Foot.LEFT], self._measured[Foot.RIGHT])
         answer = self._core.submit_goal(steps, bool(plan_complete), goal_id=goal_id)
+        if answer.accepted:
+            self._velocity.clear()  # the goal takes over: only a later cmd_vel preempts it
         if answer.accepted and standing:
             self._landings.reset()  # a new walk (a preempting goal goes on with the same one)
         results = ()
@@ -547,16 +628,187 @@ class WalkSupervisor:
             results = (dataclasses.replace(answer.preempted, error_msg=message),)
         return answer, SupervisorOutput(plan=self._plan_if_changed(), results=results)
 
+    def _submit_over_velocity(self, goal_id: Hashable, steps: Sequence[Step],
+                              plan_complete: bool) -> tuple[GoalAnswer, SupervisorOutput]:
+        """A Walk goal while a velocity walk runs: preempt at once if it follows on, else wait for Stand."""
+        walk = self._core.goal_id
+        answer = self._core.submit_goal(steps, bool(plan_complete), goal_id=goal_id)
+        if answer.accepted:
+            self._velocity.clear()
+            message = f"preempted by goal {goal_name(goal_id)}"
+            self._log.info(f"{walk}: {message} (the goal follows on)")
+            result = dataclasses.replace(answer.preempted, error_msg=message)
+            return answer, SupervisorOutput(plan=self._plan_if_changed(), results=(result,))
+        parsed = steps_from_records(steps)
+        fresh = None
+        if isinstance(parsed, Rejection):
+            fresh = parsed
+        elif parsed[0].step_index != 1:
+            fresh = answer.rejection  # neither following on nor a walk from Stand
+        elif not plan_complete and len(parsed) < NUM_REQUIRED_WALK_STEPS:
+            fresh = Rejection(WalkErrorCode.INSUFFICIENT_STEP_DATA, "an open goal (plan_complete false) "
+                              f"needs at least {NUM_REQUIRED_WALK_STEPS} steps, got {len(parsed)}")
+        if fresh is not None:
+            return GoalAnswer(goal_id, False, fresh), SupervisorOutput()
+        self._deferred = (goal_id, parsed, bool(plan_complete))
+        self._velocity.clear()
+        results: list = []
+        self._stream(self._core.time, results)  # the closing step, now
+        last = self._core.status.timeline.steps[-1].step_index
+        self._log.info(f"goal {goal_name(goal_id)}: {walk} closes its stance (steps up to {last} are "
+                       "committed), then the goal starts from Stand")
+        output = SupervisorOutput(plan=self._plan_if_changed(), results=tuple(results))
+        return GoalAnswer(goal_id, True), output
+
     def queue_steps(self, steps: Sequence[Step], plan_complete: bool) -> tuple[QueueAnswer, SupervisorOutput]:
-        """Add or replace steps of the running walk (``walk/queue_steps``)."""
+        """Add or replace steps of the running walk (``walk/queue_steps``; refused while velocity walking)."""
+        if self.velocity_walking:
+            answer = QueueAnswer(False, f"{self._core.goal_id} is walking (cmd_vel): send a Walk goal first",
+                                 self._core.next_step_index_needed, WalkErrorCode.INVALID_STEP)
+            return answer, SupervisorOutput()
         answer = self._core.queue_steps(steps, bool(plan_complete))
         return answer, SupervisorOutput(plan=self._plan_if_changed())
 
     def cancel(self, goal_id: Hashable) -> SupervisorOutput:
-        """Cancel a goal: the swinging step finishes, then catch and Stand (result CANCELED)."""
+        """Cancel a goal: the swinging step finishes, then catch and Stand (result CANCELED); a goal waiting
+        for a velocity walk to stop ends at once."""
+        if self._deferred is not None and self._deferred[0] == goal_id:
+            self._deferred = None
+            self._log.info(f"goal {goal_name(goal_id)}: canceled before it started")
+            return SupervisorOutput(results=(WalkResult(goal_id, WalkErrorCode.CANCELED,
+                                                        "canceled before it started", 0),))
         if self._core.cancel(goal_id):
             self._log.info(f"goal {goal_name(goal_id)}: cancel requested, stopping the walk")
         return SupervisorOutput(plan=self._plan_if_changed())
+
+    # ------------------------------------------------------------------ velocity walking
+    def velocity(self, vx: float, vy: float, wz: float) -> SupervisorOutput:
+        """A velocity command (``cmd_vel``): forward ``vx`` [m/s], leftward ``vy`` [m/s], turning ``wz``
+        [rad/s].
+
+        Stamped with the sensor time of the last sample and followed from now on (see the module docstring):
+        the output's ``velocity`` is the command as taken (``message`` says what was clamped), ``results`` a
+        goal it preempted, ``plan`` a walk it started or changed.
+
+        Raises:
+            InputError: A component that is not a finite number (nothing changed).
+        """
+        command = self._velocity.command(vx, vy, wz, self._core.time)
+        results: list = []
+        if self._velocity.active(self._core.time):
+            self._velocity_stopping_logged = False
+            if self._deferred is not None:
+                waiting = self._deferred[0]
+                self._deferred = None
+                self._log.info(f"goal {goal_name(waiting)}: {PREEMPTED_BY_CMD_VEL} before it started")
+                results.append(WalkResult(waiting, WalkErrorCode.PREEMPTED, PREEMPTED_BY_CMD_VEL, 0))
+        self._stream(self._core.time, results)
+        return SupervisorOutput(plan=self._plan_if_changed(), results=tuple(results), velocity=command)
+
+    def _stream(self, t: float, results: list) -> None:
+        """Follow the velocity command at time ``t`` [s]: start, feed, stop or take over a walk."""
+        if self._origin_ns is None:
+            return
+        core, velocity = self._core, self._velocity
+        if not self.walking:
+            if velocity.active(t) and self._deferred is None:
+                self._start_velocity_walk(t)
+            return
+        if core.is_stopping:
+            return
+        timeline = core.status.timeline
+        if isinstance(core.goal_id, VelocityWalkId):
+            steps, complete = velocity.next_steps(t, timeline.steps[-1])
+            if (steps, complete) == self._velocity_sent:
+                return
+            answer = core.queue_steps(steps, complete)
+            self._velocity_sent = (steps, complete) if answer.accepted else None
+            if not answer.accepted:
+                self._log.warning(f"{core.goal_id}: step {steps[0].step_index} refused: {answer.message}")
+            elif complete and not self._velocity_stopping_logged:
+                self._velocity_stopping_logged = True
+                why = (f"cmd_vel silent for more than {velocity.params.timeout} s (sensor time)"
+                       if velocity.timed_out(t) else "cmd_vel zero" if velocity.last_command is not None
+                       else "a Walk goal waits")
+                self._log.info(f"{core.goal_id}: {why}: closing the stance with step {steps[-1].step_index}")
+            elif velocity.scale < 1.0:
+                self._log.warning(f"{core.goal_id}: cmd_vel scaled to {100 * velocity.scale:.0f} % for step "
+                                  f"{steps[0].step_index} to stay within the step limits")
+            return
+        if self._deferred is None and velocity.active(t):  # a Walk goal walks: cmd_vel preempts it
+            final = timeline.phases[-1]
+            steps = velocity.takeover_step(t, timeline.steps[-1], final.left, final.right)
+            gid = VelocityWalkId(self._velocity_walks + 1)
+            answer = core.submit_goal(steps, False, goal_id=gid, lookahead=velocity.params.lookahead)
+            if not answer.accepted:
+                self._log.warning(f"cmd_vel cannot preempt goal {goal_name(core.goal_id)}: "
+                                  f"{answer.rejection.message}")
+                return
+            self._velocity_walks += 1
+            self._velocity_sent = None
+            self._velocity_stopping_logged = False
+            results.append(dataclasses.replace(answer.preempted, error_msg=PREEMPTED_BY_CMD_VEL))
+            self._log.info(f"goal {goal_name(answer.preempted.goal_id)}: {PREEMPTED_BY_CMD_VEL}; {gid} "
+                           f"follows its committed steps from step {steps[0].step_index}")
+
+    def _start_velocity_walk(self, t: float) -> None:
+        """A velocity walk from Stand at the measured feet (refused as :meth:`refusal` says, logged)."""
+        refusal = self.refusal(None)
+        if refusal is not None:
+            self._log.warning(f"cmd_vel not followed: {refusal[1]}")
+            return
+        if self._measured is not None:
+            self._core.reset(self._measured[Foot.LEFT], self._measured[Foot.RIGHT])
+        left, right = self._core.feet
+        steps = self._velocity.start_steps(t, left, right)
+        gid = VelocityWalkId(self._velocity_walks + 1)
+        answer = self._core.submit_goal(steps, False, goal_id=gid, lookahead=self._velocity.params.lookahead)
+        if not answer.accepted:
+            self._log.warning(f"cmd_vel not followed: {answer.rejection.message}")
+            return
+        self._velocity_walks += 1
+        self._velocity_sent = None
+        self._velocity_stopping_logged = False
+        self._landings.reset()
+        vx, vy, wz = self._velocity.twist_at(t)
+        self._log.info(f"{gid}: walking at vx {vx:.3f} m/s, vy {vy:.3f} m/s, wz {wz:.3f} rad/s from Stand")
+
+    def _after_results(self, results: list) -> None:
+        """Log the velocity walks that ended; start the Walk goal that waited for one."""
+        for k, result in enumerate(results):
+            if not isinstance(result.goal_id, VelocityWalkId):
+                continue
+            if result.error_code != WalkErrorCode.NONE:
+                self._velocity.clear()  # a failed walk is not restarted by the same command
+            if self._deferred is not None and result.error_code == WalkErrorCode.NONE:
+                result = dataclasses.replace(result, error_code=WalkErrorCode.PREEMPTED,
+                                             error_msg=f"preempted by goal {goal_name(self._deferred[0])}")
+                results[k] = result
+            message = (f"{result.goal_id} ended {result.error_code.name} after step "
+                       f"{result.last_completed_step_index}: {result.error_msg}")
+            if result.error_code in (WalkErrorCode.NONE, WalkErrorCode.PREEMPTED):
+                self._log.info(message)
+            else:
+                self._log.warning(message)
+        if self._deferred is None or self.walking:
+            return
+        goal_id, steps, plan_complete = self._deferred
+        self._deferred = None
+        failed = [r for r in results if isinstance(r.goal_id, VelocityWalkId)
+                  and r.error_code not in (WalkErrorCode.NONE, WalkErrorCode.PREEMPTED)]
+        if failed:
+            results.append(WalkResult(goal_id, failed[0].error_code, "the velocity walk it waited for ended: "
+                                      f"{failed[0].error_msg}", 0))
+            return
+        answer, _ = self.submit_goal(goal_id, steps, plan_complete)
+        if not answer.accepted:
+            rejection = answer.rejection
+            offending = (rejection.step_index,) if rejection.step_index >= 0 else ()
+            self._log.warning(f"goal {goal_name(goal_id)} refused: {rejection.error_code.name}: "
+                              f"{rejection.message}")
+            results.append(WalkResult(goal_id, rejection.error_code, rejection.message, 0, offending))
+        else:
+            self._log.info(f"goal {goal_name(goal_id)}: walking {len(steps)} steps from Stand")
 
     def abort(self, code: WalkErrorCode, message: str) -> SupervisorOutput:
         """Stop the walk like a cancel with ``code`` (a failure in the graph)."""
@@ -595,7 +847,10 @@ class WalkSupervisor:
 
 def goal_name(goal_id: object) -> str:
     """Short printable id of a goal id (the first 8 hex digits of an action goal UUID)."""
+    if isinstance(goal_id, VelocityWalkId):
+        return str(goal_id)
     return goal_id.hex()[:8] if isinstance(goal_id, (bytes, bytearray)) else repr(goal_id)
 
 
-__all__ = ["LINK_ERRORS", "SupervisorOutput", "WalkSupervisor", "WalkSupervisorParameters", "goal_name"]
+__all__ = ["LINK_ERRORS", "PREEMPTED_BY_CMD_VEL", "SupervisorOutput", "VelocityWalkId", "WalkSupervisor",
+           "WalkSupervisorParameters", "goal_name"]

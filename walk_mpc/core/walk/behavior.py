@@ -10,14 +10,17 @@ Contract (mirrors Atlas ``AtlasBehaviorWalkFeedback``; ``N = NUM_REQUIRED_WALK_S
   ``current_step_index`` is the last step that touched down (0 before the first
   touchdown); it resets to 0 in Stand.
 * Decision points: when a goal starts a walk (D_0) and at every touchdown of step ``c``
-  (D_c), Walk *looks for* steps ``c+1 .. c+N``. Each step it finds is checked against
-  its predecessor (same foot twice -> WALK_ERROR_INCONSISTENT_STEPS, latched until Walk
-  is re-entered), saturated (:mod:`.saturation`) and *committed*: committed steps are
-  final, they form ``step_queue_saturated`` and the :class:`Timeline` the planner uses.
+  (D_c), Walk *looks for* steps ``c+1 .. c+N``. ``N`` is the walk's *look-ahead*: Atlas's 4 unless
+  the goal that started or preempted the walk asked for fewer (``submit_goal(..., lookahead=L)``,
+  1 <= L <= 4: a velocity walk commits fewer steps ahead so that a new command shows sooner).
+  Each step it finds is checked against its predecessor (same foot twice ->
+  WALK_ERROR_INCONSISTENT_STEPS, latched until Walk is re-entered), saturated
+  (:mod:`.saturation`) and *committed*: committed steps are final, they form
+  ``step_queue_saturated`` and the :class:`Timeline` the planner uses.
   A missing step while the plan is open -> WALK_WARNING_INSUFFICIENT_STEP_DATA (does
   not latch: set while catching, cleared in Stand). Both errors stop at step ``c``.
 * ``next_step_index_needed`` = last committed index + 1 (``current + 1 + N`` while
-  streaming): the first index Walk will look for at the next touchdown. Steps with
+  streaming, N the look-ahead): the first index Walk will look for at the next touchdown. Steps with
   index >= it may be added or replaced; lower ones may only be re-sent identically.
   A user re-sending the window ``[next_needed - 3, next_needed]`` every cycle never starves.
 * Plan end: a goal or a ``queue_steps`` call says ``plan_complete``. True: the plan ends
@@ -25,7 +28,7 @@ Contract (mirrors Atlas ``AtlasBehaviorWalkFeedback``; ``N = NUM_REQUIRED_WALK_S
   after that step's touchdown (result NONE). False: more steps will be queued. Each
   ``queue_steps`` call restates it, so a complete plan may be reopened until its last touchdown.
 * Goals: from Stand a goal must start at step 1 and, if open, hold at least N steps (D_0
-  happens at once). While walking (not stopping) a new goal preempts: the old goal ends
+  happens at once; N its look-ahead). While walking (not stopping) a new goal preempts: the old goal ends
   PREEMPTED and the walk continues without stopping; the new goal's steps up to the last
   committed index must equal the committed ones and its first new step must follow on
   (index last committed + 1, other foot than the last committed step), otherwise the new
@@ -378,6 +381,7 @@ class WalkBehavior:
         self._plan_complete = True
         self._plan_end: Optional[int] = None
         self._current = 0
+        self._lookahead = NUM_REQUIRED_WALK_STEPS  # steps committed ahead at each decision
         self._outcome: Optional[Tuple[WalkErrorCode, str, Tuple[int, ...]]] = None
         self._warning = False
 
@@ -430,6 +434,11 @@ class WalkBehavior:
         return self._last_committed + 1 if self._behavior is Behavior.WALK else 0
 
     @property
+    def lookahead(self) -> int:
+        """Steps the walk commits ahead at each decision (``NUM_REQUIRED_WALK_STEPS`` in Stand)."""
+        return self._lookahead
+
+    @property
     def is_stopping(self) -> bool:
         """Whether the walk has decided to end (cancel, error or plan end); False in Stand."""
         return self._outcome is not None
@@ -449,6 +458,7 @@ class WalkBehavior:
         steps: Sequence[StepLike],
         plan_complete: bool = True,
         goal_id: Optional[Hashable] = None,
+        lookahead: Optional[int] = None,
     ) -> GoalAnswer:
         """Start a walk, or preempt the running goal.
 
@@ -456,19 +466,28 @@ class WalkBehavior:
             steps: Steps (or ``StepData``-like mappings) with consecutive indices.
             plan_complete: True if these are all the steps; False if more will be queued.
             goal_id: Id reported in results; an increasing integer when None.
+            lookahead: Steps committed ahead at each decision from now on [steps], 1 to
+                ``NUM_REQUIRED_WALK_STEPS``; None: ``NUM_REQUIRED_WALK_STEPS`` (Atlas).
 
         Returns:
             The answer; on rejection nothing changed.
+
+        Raises:
+            InputError: If ``lookahead`` is not an integer in [1, NUM_REQUIRED_WALK_STEPS].
         """
+        lookahead = NUM_REQUIRED_WALK_STEPS if lookahead is None else lookahead
+        if (isinstance(lookahead, bool) or not isinstance(lookahead, int)
+                or not 1 <= lookahead <= NUM_REQUIRED_WALK_STEPS):
+            raise InputError("lookahead", lookahead, f"an integer in [1, {NUM_REQUIRED_WALK_STEPS}] steps")
         gid = self._new_goal_id(goal_id)
         parsed = steps_from_records(steps)
         if isinstance(parsed, Rejection):
             return GoalAnswer(gid, False, parsed)
         if self._behavior is Behavior.STAND:
-            rejection = self._check_fresh_goal(parsed, plan_complete)
+            rejection = self._check_fresh_goal(parsed, plan_complete, lookahead)
             if rejection is not None:
                 return GoalAnswer(gid, False, rejection)
-            self._start_walk(gid, parsed, bool(plan_complete))
+            self._start_walk(gid, parsed, bool(plan_complete), lookahead)
             return GoalAnswer(gid, True)
         rejection = self._check_continuation(parsed, plan_complete, preempting=True)
         if rejection is not None:
@@ -476,6 +495,7 @@ class WalkBehavior:
         preempted = WalkResult(self._goal_id, WalkErrorCode.PREEMPTED, f"preempted by goal {gid!r}",
                                self._current)
         self._goal_id = gid
+        self._lookahead = lookahead
         self._store = {}
         self._install(parsed, bool(plan_complete))
         return GoalAnswer(gid, True, preempted=preempted)
@@ -593,14 +613,15 @@ class WalkBehavior:
 
     # ------------------------------------------------------------------ goal handling
 
-    def _check_fresh_goal(self, steps: Tuple[Step, ...], plan_complete: bool) -> Optional[Rejection]:
+    def _check_fresh_goal(self, steps: Tuple[Step, ...], plan_complete: bool,
+                          lookahead: int = NUM_REQUIRED_WALK_STEPS) -> Optional[Rejection]:
         if steps[0].step_index != 1:
             return Rejection(WalkErrorCode.INVALID_STEP,
                              f"a walk from Stand starts at step_index 1, got {steps[0].step_index}",
                              steps[0].step_index)
-        if not plan_complete and len(steps) < NUM_REQUIRED_WALK_STEPS:
+        if not plan_complete and len(steps) < lookahead:
             return Rejection(WalkErrorCode.INSUFFICIENT_STEP_DATA,
-                             f"an open goal (plan_complete false) needs at least {NUM_REQUIRED_WALK_STEPS} "
+                             f"an open goal (plan_complete false) needs at least {lookahead} "
                              f"steps, got {len(steps)}")
         return None
 
@@ -664,10 +685,12 @@ class WalkBehavior:
             self._plan_end = None
         return added, replaced, unchanged
 
-    def _start_walk(self, goal_id: Hashable, steps: Tuple[Step, ...], plan_complete: bool) -> None:
+    def _start_walk(self, goal_id: Hashable, steps: Tuple[Step, ...], plan_complete: bool,
+                    lookahead: int = NUM_REQUIRED_WALK_STEPS) -> None:
         self._enter_stand(self._timeline)  # clean per-walk state
         self._behavior = Behavior.WALK
         self._goal_id = goal_id
+        self._lookahead = lookahead
         self._error_flags = WalkFlags.NONE  # Walk is re-entered
         self._anchor_t0 = self._t
         self._start_feet = {Foot.LEFT: self._left, Foot.RIGHT: self._right}
@@ -681,7 +704,7 @@ class WalkBehavior:
         if self._outcome is not None:
             return
         c = self._current
-        want = c + NUM_REQUIRED_WALK_STEPS
+        want = c + self._lookahead
         index = self._last_committed + 1
         committed_any = False
         while index <= want:
