@@ -23,6 +23,15 @@ Interfaces (names relative to the node's namespace, defaults of :class:`WalkBeha
 * publishes ``walk/status`` (``walk_mpc/msg/WalkFeedback``) every control tick; the action
   feedback (same message plus the support foot, planned and measured) goes to the active goal on
   the same ticks.
+* subscribes ``cmd_vel`` (geometry_msgs/Twist; ``cmd_vel_topic``, '' for none): velocity walking, the
+  core's :meth:`~walk_mpc.core.control.walk_supervisor.WalkSupervisor.velocity` (linear.x, linear.y,
+  angular.z; the other components are ignored). A nonzero command walks from Stand at the measured feet,
+  footsteps streamed through the step queue within the step limits; a zero command, or none for
+  ``velocity.timeout`` of sensor time, closes the stance and the walk ends in Stand. A nonzero command
+  preempts a running Walk goal (aborted, PREEMPTED "preempted by cmd_vel"); a Walk goal preempts velocity
+  walking (at once if it follows on, else it starts from Stand after the closing step). A command above
+  the speed limits is clamped (one warning per second); a NaN or infinite one is rejected with one
+  warning and changes nothing (the last good command times out).
 * subscribes ``sensor_state`` (SensorState, best effort), ``mpc/timing`` and ``ik/timing`` (TickTiming: a
   non-zero ``status`` aborts the walk with PLANNER_FAILURE / IK_FAILURE, the message naming the component
   and the status), ``sim/fall`` (std_msgs/Bool, transient local: true aborts the walk with FALL_DETECTED
@@ -91,6 +100,7 @@ import time
 from typing import Callable, Dict, Optional, Sequence, Tuple
 
 from builtin_interfaces.msg import Time
+from geometry_msgs.msg import Twist
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
@@ -118,6 +128,7 @@ from walk_mpc.core.walk.behavior import (
     WalkStatus,
 )
 from walk_mpc.core.walk.timeline import FootPose
+from walk_mpc.core.walk.velocity import VelocityWalkParameters
 from walk_mpc.msg import FootstepPlan, SensorState, TickTiming, WalkFeedback
 from walk_mpc.nodes._common import (
     LATCHED_QOS,
@@ -185,6 +196,9 @@ class WalkBehaviorNodeParameters:
         max_missed_deadline_share: Share of missed control deadlines over ``deadline_window`` samples beyond
             which a walk ends (DEADLINES_MISSED); 1.0 never ends one.
         deadline_window: Number of measured samples the share is taken over (100 = 1 s at 10 ms).
+        cmd_vel_topic: geometry_msgs/Twist velocity commands ('' = not subscribed).
+        velocity: Velocity walking: speed limits [m/s, rad/s], step duration [s], width [m] (0: measured),
+            command timeout [s] (sensor time), look-ahead [steps].
     """
 
     behavior: WalkBehavior.Parameters = dataclasses.field(default_factory=WalkBehavior.Parameters)
@@ -211,6 +225,8 @@ class WalkBehaviorNodeParameters:
     deadline_topic: str = "sim/deadlines"
     max_missed_deadline_share: float = 0.3
     deadline_window: int = 100
+    cmd_vel_topic: str = "cmd_vel"
+    velocity: VelocityWalkParameters = dataclasses.field(default_factory=VelocityWalkParameters)
 
     def __post_init__(self) -> None:
         if not isinstance(self.behavior, WalkBehavior.Parameters):
@@ -239,9 +255,10 @@ class WalkBehaviorNodeParameters:
         if unknown:
             raise ParameterError("watch_links", list(self.watch_links), f"names among {sorted(LINK_ERRORS)}")
         check_positive("link_timeout", self.link_timeout)
-        if not isinstance(self.deadline_topic, str):
-            raise ParameterError("deadline_topic", self.deadline_topic, "a topic name, or '' for none")
-        self.supervisor  # noqa: B018  (the supervisor's own checks: deadline share and window)
+        for name in ("deadline_topic", "cmd_vel_topic"):
+            if not isinstance(getattr(self, name), str):
+                raise ParameterError(name, getattr(self, name), "a topic name, or '' for none")
+        self.supervisor  # noqa: B018  (the supervisor's own checks: deadline share and window, velocity gait)
 
     @property
     def initial_feet(self) -> Tuple[FootPose, FootPose]:
@@ -259,7 +276,7 @@ class WalkBehaviorNodeParameters:
             link_topics=tuple(topics[name] for name in self.watch_links), sensor_topic=self.sensor_topic,
             fall_topic=self.fall_topic, landings=self.landings,
             max_missed_deadline_share=self.max_missed_deadline_share, deadline_window=self.deadline_window,
-            deadline_topic=self.deadline_topic or "sim/deadlines")
+            deadline_topic=self.deadline_topic or "sim/deadlines", velocity=self.velocity)
 
 
 class _NextWakeUp:
@@ -379,6 +396,9 @@ class WalkBehaviorNode(GraphNode):
             QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE,  # latched, no burst dropped
                        durability=DurabilityPolicy.TRANSIENT_LOCAL),
             callback_group=self._events_group) if params.deadline_topic else None)
+        self._cmd_vel_sub = (self.create_subscription(  # best effort: teleop, nav2 and joystick writers alike
+            Twist, params.cmd_vel_topic, self._on_cmd_vel, stream_input_qos(depth),
+            callback_group=self._events_group) if params.cmd_vel_topic else None)
         self._service = self.create_service(
             QueueSteps, params.queue_steps_service, self._on_queue_steps, callback_group=self._events_group)
         names = {"sensor_topic": self._sensor_sub.topic_name, "fall_topic": self._fall_sub.topic_name,
@@ -409,7 +429,9 @@ class WalkBehaviorNode(GraphNode):
             + (f"measured with {robot.name}" if robot is not None else "not measured")
             + f"; control period {params.control_period} s, sensor timeout {params.sensor_timeout} s"
             + (f"; watching {list(params.watch_links)} ({params.link_timeout} s)"
-               if params.watch_links else ""))
+               if params.watch_links else "")
+            + (f"; cmd_vel '{self._cmd_vel_sub.topic_name}' (timeout {params.velocity.timeout} s)"
+               if self._cmd_vel_sub is not None else ""))
 
     @property
     def behavior(self) -> WalkBehavior:
@@ -476,7 +498,8 @@ class WalkBehaviorNode(GraphNode):
         for result in output.results:
             self.get_logger().info(f"goal {record.name} preempts goal {goal_name(result.goal_id)}")
         end = "plan complete" if goal.plan_complete else "plan open"
-        self.get_logger().info(f"goal {record.name}: walking {len(steps)} steps ({end})")
+        if self._supervisor.waiting_goal != record.key:  # else it waits for the velocity walk's closing step
+            self.get_logger().info(f"goal {record.name}: walking {len(steps)} steps ({end})")
         self._apply(output)
 
     def _refuse(self, record: _Goal, code: WalkErrorCode, message: str,
@@ -567,6 +590,19 @@ class WalkBehaviorNode(GraphNode):
             return self._supervisor.deadlines(missed, measured)
 
         self._guarded("deadline accounting", deadlines)
+
+    def _on_cmd_vel(self, msg: Twist) -> None:
+        def velocity() -> SupervisorOutput:
+            try:
+                output = self._supervisor.velocity(msg.linear.x, msg.linear.y, msg.angular.z)
+            except InputError as exc:
+                self.get_logger().warning(f"cmd_vel rejected: {exc}", throttle_duration_sec=WARNING_PERIOD)
+                return SupervisorOutput()
+            if output.velocity is not None and output.velocity.clamped:
+                self.get_logger().warning(output.velocity.message, throttle_duration_sec=WARNING_PERIOD)
+            return output
+
+        self._guarded("cmd_vel", velocity)
 
     def _on_fall(self, msg: Bool) -> None:
         self._guarded("fall message", lambda: self._supervisor.fall(bool(msg.data)))
