@@ -23,7 +23,7 @@ from walk_mpc.core.errors import ParameterError  # noqa: E402
 from walk_mpc.core.sim.kinematic import KinematicSim  # noqa: E402
 from walk_mpc.core.sim.terrain import Terrain, TerrainMujocoSim  # noqa: E402
 
-PLANK_WALK = robustness.Gait(steps=5)
+PLANK_WALK = robustness.Gait(steps=6)
 
 
 def test_terrain_heights_follow_the_planks_and_the_ramp_profile():
