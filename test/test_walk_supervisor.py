@@ -1,6 +1,7 @@
 """WalkSupervisor (the walk_behavior node's core): time base, rogue stamps, outages, liveness of the chain."""
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -214,3 +215,196 @@ def test_deadline_counts_are_validated_and_a_restarted_counter_counts_afresh(sam
         WalkSupervisorParameters(max_missed_deadline_share=1.5)
     with pytest.raises(ParameterError, match="deadline_window"):
         WalkSupervisorParameters(deadline_window=0)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Velocity walking (cmd_vel)
+# ---------------------------------------------------------------------------------------------------
+
+
+def drive(supervisor, sample, ns, seconds, twist_at, period=10):
+    """Samples for ``seconds`` from ``ns``; ``twist_at(t)`` [s since the start] is sent every ``period``
+    samples (None: nothing sent). Returns (last stamp, results, plans as (stamp, plan))."""
+    results, plans = [], []
+    start = ns
+    for k in range(int(round(seconds * NS / PERIOD))):
+        ns += PERIOD
+        twist = twist_at((ns - start) / NS) if k % period == 0 else None
+        if twist is not None:
+            output = supervisor.velocity(*twist)
+            results += output.results
+            plans += [(ns, output.plan)] if output.plan is not None else []
+        output = supervisor.observe(ns, sample, ns)
+        results += output.results
+        plans += [(ns, output.plan)] if output.plan is not None else []
+    return ns, results, plans
+
+
+def velocity_supervisor(sample, **kwargs):
+    from walk_mpc.core.control.landings import LandingParameters
+
+    supervisor = make(landings=LandingParameters(enabled=False), **kwargs)  # the synthetic robot stays
+    ns, _ = run(supervisor, sample, 100 * NS, 5)
+    return supervisor, ns
+
+
+def stance(supervisor):
+    """(x, y, yaw) of the stance center and the width, in Stand."""
+    from walk_mpc.core.walk.footsteps import stance_center
+    from walk_mpc.core.walk.saturation import relative_offset
+
+    left, right = supervisor.behavior.feet
+    x, y, _, yaw = stance_center(left, right)
+    return x, y, yaw, relative_offset(left, right.position)
+
+
+def test_cmd_vel_forward_for_five_seconds_walks_about_a_meter_and_stops_standing(sample):
+    from walk_mpc.core.control.walk_supervisor import VelocityWalkId
+
+    for ending, low, high in (("silence", 1.0, 1.42), ("zero", 1.0, 1.2)):
+        supervisor, ns = velocity_supervisor(sample)
+        ns, results, plans = drive(supervisor, sample, ns, 12.0, lambda t, ending=ending: (
+            (0.2, 0.0, 0.0) if t <= 5.0 else (0.0, 0.0, 0.0) if ending == "zero" else None))
+        assert [(r.goal_id, r.error_code) for r in results] == [(VelocityWalkId(1), WalkErrorCode.NONE)]
+        assert not supervisor.walking and plans[-1][1].walking is False
+        x, y, yaw, (dx, dy, _) = stance(supervisor)
+        assert low <= x <= high, (ending, x)
+        assert (y, yaw, dx, dy) == pytest.approx((0.0, 0.0, 0.0, -0.17), abs=1e-9)  # side by side
+
+
+@pytest.mark.parametrize("twist, expected", [
+    ((0.0, 0.0, 0.3), lambda x, y, yaw: abs(x) < 1e-9 and abs(y) < 1e-9 and 1.2 <= yaw < 1.9),
+    ((0.0, 0.05, 0.0), lambda x, y, yaw: abs(x) < 1e-9 and 0.15 < y < 0.3 and yaw == 0.0),
+    ((0.0, -0.05, 0.0), lambda x, y, yaw: abs(x) < 1e-9 and -0.3 < y < -0.15 and yaw == 0.0),
+    ((0.1, 0.0, -0.2), lambda x, y, yaw: x > 0.3 and y < -0.1 and -1.3 < yaw <= -0.8),
+])
+def test_cmd_vel_turning_and_sideways_commands_end_standing_parallel(sample, twist, expected):
+    """4 s of command: the commanded motion, plus at most the 2 committed steps and the timeout's share."""
+    supervisor, ns = velocity_supervisor(sample)
+    ns, results, _ = drive(supervisor, sample, ns, 10.0, lambda t: twist if t <= 4.0 else None)
+    assert [r.error_code for r in results] == [WalkErrorCode.NONE] and not supervisor.walking
+    x, y, yaw, (dx, dy, _) = stance(supervisor)
+    assert expected(x, y, yaw), (x, y, yaw)
+    assert (dx, dy) == pytest.approx((0.0, -0.17), abs=1e-9)  # parallel feet at the nominal width
+    assert supervisor.behavior.feet[0].yaw == pytest.approx(supervisor.behavior.feet[1].yaw, abs=1e-12)
+
+
+@pytest.mark.parametrize("timeout", [0.5, 1.5])
+def test_cmd_vel_silent_for_the_timeout_in_sensor_time_closes_the_stance(sample, timeout):
+    from walk_mpc.core.walk.velocity import VelocityWalkParameters
+
+    supervisor, ns = velocity_supervisor(sample, velocity=VelocityWalkParameters(timeout=timeout))
+    origin = 100 * NS + PERIOD  # the first sample: sensor time 0
+    ns, results, plans = drive(supervisor, sample, ns, 9.0, lambda t: (0.2, 0.0, 0.0) if t <= 2.0 else None)
+    last_command = origin + round(supervisor.velocity_walk.last_command.t * NS)  # the last sample's stamp
+    steps = [plan.timeline.steps for _, plan in plans if plan.walking][-1]
+    closing = steps[-1]
+    assert closing.position[0] == pytest.approx(steps[-2].position[0])  # feet side by side
+    committed_at = next(stamp for stamp, plan in plans if plan.walking and plan.timeline.steps[-1] == closing)
+    # the first touchdown after the timeout commits the closing step
+    assert last_command + timeout * NS < committed_at <= last_command + (timeout + 0.8) * NS
+    assert [r.error_code for r in results] == [WalkErrorCode.NONE]
+
+
+def test_a_nonzero_cmd_vel_preempts_a_running_goal_which_ends_preempted(sample):
+    from walk_mpc.core.control.walk_supervisor import VelocityWalkId
+
+    supervisor, ns = velocity_supervisor(sample)
+    goal = steps(6)
+    assert supervisor.submit_goal(b"g", goal, True, ns)[0].accepted
+    ns, results, _ = drive(supervisor, sample, ns, 1.5, lambda t: None)
+    committed = supervisor.behavior.status.timeline.steps
+    assert not results and len(committed) == 5  # touched down 1, committed up to 5 (Atlas: 4 ahead)
+    output = supervisor.velocity(0.1, 0.0, 0.0)
+    (preempted,) = output.results
+    assert (preempted.goal_id, preempted.error_code, preempted.error_msg) == (
+        b"g", WalkErrorCode.PREEMPTED, "preempted by cmd_vel")
+    assert supervisor.velocity_walking and supervisor.behavior.goal_id == VelocityWalkId(1)
+    behaviors = []
+    for _ in range(40):
+        ns, ended, _ = drive(supervisor, sample, ns, 0.1, lambda t: (0.1, 0.0, 0.0))
+        behaviors.append(supervisor.behavior.behavior)
+        assert not ended
+    ns, ended, _ = drive(supervisor, sample, ns, 6.0, lambda t: None)
+    assert [(r.goal_id, r.error_code) for r in ended] == [(VelocityWalkId(1), WalkErrorCode.NONE)]
+    assert set(behaviors) == {Behavior.WALK}  # no stop between the goal and the velocity walk
+    walked = supervisor.behavior.status.timeline.steps
+    assert walked[:5] == committed  # the goal's committed steps were walked as they were
+
+
+def test_a_walk_goal_preempts_velocity_walking_after_its_closing_step(sample):
+    from walk_mpc.core.control.walk_supervisor import VelocityWalkId
+
+    supervisor, ns = velocity_supervisor(sample)
+    ns, results, _ = drive(supervisor, sample, ns, 2.0, lambda t: (0.2, 0.0, 0.0))
+    assert supervisor.velocity_walking and not results
+    answer, output = supervisor.submit_goal(b"g", steps(2, x=0.0), True, ns)
+    assert answer.accepted and supervisor.waiting_goal == b"g" and not output.results
+    ns, results, _ = drive(supervisor, sample, ns, 0.3, lambda t: None)
+    ns, more, _ = drive(supervisor, sample, ns, 8.0, lambda t: None)
+    results += more
+    assert [(r.goal_id, r.error_code) for r in results] == [
+        (VelocityWalkId(1), WalkErrorCode.PREEMPTED), (b"g", WalkErrorCode.NONE)]
+    assert results[0].error_msg == "preempted by goal 67"  # b'g'.hex()
+    assert supervisor.waiting_goal is None and not supervisor.walking
+
+
+def test_a_walk_goal_that_follows_on_preempts_velocity_walking_at_once(sample):
+    from walk_mpc.core.walk.step import Step
+
+    supervisor, ns = velocity_supervisor(sample)
+    ns, _, _ = drive(supervisor, sample, ns, 2.0, lambda t: (0.2, 0.0, 0.0))
+    committed = list(supervisor.behavior.status.timeline.steps)
+    last = committed[-1]
+    follow = Step(last.step_index + 1, last.foot.other, 0.8,
+                  (last.position[0], -last.position[1], 0.0))  # the stance closed
+    answer, output = supervisor.submit_goal(b"g", committed + [follow], True, ns)
+    assert answer.accepted and supervisor.behavior.goal_id == b"g"
+    assert [(r.error_code, r.error_msg) for r in output.results] == [
+        (WalkErrorCode.PREEMPTED, "preempted by goal 67")]  # b'g'.hex()
+    ns, results, _ = drive(supervisor, sample, ns, 6.0, lambda t: None)
+    assert [(r.goal_id, r.error_code) for r in results] == [(b"g", WalkErrorCode.NONE)]
+
+
+def test_a_waiting_goal_ends_canceled_or_preempted_by_a_newer_cmd_vel(sample):
+    supervisor, ns = velocity_supervisor(sample)
+    ns, _, _ = drive(supervisor, sample, ns, 2.0, lambda t: (0.2, 0.0, 0.0))
+    assert supervisor.submit_goal(b"g", steps(2, x=0.0), True, ns)[0].accepted
+    (canceled,) = supervisor.cancel(b"g").results
+    assert (canceled.goal_id, canceled.error_code) == (b"g", WalkErrorCode.CANCELED)
+    assert supervisor.submit_goal(b"h", steps(2, x=0.0), True, ns)[0].accepted
+    (preempted,) = supervisor.velocity(0.2, 0.0, 0.0).results
+    assert (preempted.goal_id, preempted.error_code, preempted.error_msg) == (
+        b"h", WalkErrorCode.PREEMPTED, "preempted by cmd_vel")
+    ns, results, _ = drive(supervisor, sample, ns, 2.0, lambda t: (0.2, 0.0, 0.0))
+    assert supervisor.velocity_walking and not results  # the velocity walk went on (closing step replaced)
+
+
+def test_a_bad_cmd_vel_is_rejected_naming_it_and_a_huge_one_clamped(sample):
+    from walk_mpc.core.errors import InputError
+
+    reference, (bad, ns) = velocity_supervisor(sample)[0], velocity_supervisor(sample)
+    ns_ref = ns
+    for supervisor in (reference, bad):
+        supervisor.velocity(0.2, 0.0, 0.0)
+    for k in range(300):
+        ns += PERIOD
+        if k % 10 == 0:
+            reference.velocity(0.2, 0.0, 0.0)
+            bad.velocity(0.2, 0.0, 0.0)
+            for twist in ((math.nan, 0.0, 0.0), (0.0, math.inf, 0.0), (0.0, 0.0, -math.inf)):
+                with pytest.raises(InputError, match="cmd_vel"):
+                    bad.velocity(*twist)
+        assert summary(reference.observe(ns, sample, ns)) == summary(bad.observe(ns, sample, ns))
+    assert ns_ref < ns and bad.velocity_walking
+    output = bad.velocity(1e9, 0.0, 0.0)
+    assert output.velocity.twist == (0.3, 0.0, 0.0) and "max_forward_speed 0.3" in output.velocity.message
+    answer, _ = bad.queue_steps(steps(), False)
+    assert not answer.accepted and "cmd_vel" in answer.message
+
+
+def test_velocity_parameters_are_checked_against_the_step_limits():
+    from walk_mpc.core.walk.velocity import VelocityWalkParameters
+
+    with pytest.raises(ParameterError, match="velocity.step_duration"):
+        WalkSupervisorParameters(velocity=VelocityWalkParameters(step_duration=5.0))
