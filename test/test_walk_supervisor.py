@@ -408,3 +408,32 @@ def test_velocity_parameters_are_checked_against_the_step_limits():
 
     with pytest.raises(ParameterError, match="velocity.step_duration"):
         WalkSupervisorParameters(velocity=VelocityWalkParameters(step_duration=5.0))
+
+
+@pytest.mark.slow
+def test_cmd_vel_on_the_kinematic_plant_through_the_stages_walks_a_meter_and_stands():
+    """The graph's controllers in process (test_fault_drill's InProcessGraph: WalkSupervisor, PlannerStage,
+    WholeBodyStage on the kinematic plant, the feet measured): 0.2 m/s for 5 s, then the teleop stops."""
+    from test_fault_drill import InProcessGraph
+
+    from walk_mpc.core.body.robot import RobotModel
+    from walk_mpc.core.control.walk_supervisor import VelocityWalkId
+    from walk_mpc.core.walk.footsteps import stance_center
+
+    graph = InProcessGraph(RobotModel(RobotModel.Parameters(robot="talos_reduced")))
+    graph.run(1.0)
+    x0 = stance_center(*graph.feet())[0]
+    for k in range(500):
+        if k % 10 == 0:  # a 10 Hz teleop
+            graph._supervise(graph.supervisor.velocity(0.2, 0.0, 0.0))
+        graph.step()
+    graph.run(6.0)
+    assert [(r.goal_id, r.error_code) for r in graph.results] == [(VelocityWalkId(1), WalkErrorCode.NONE)]
+    left, right = graph.feet()
+    x, y, _, yaw = stance_center(left, right)
+    assert 1.0 <= x - x0 <= 1.42 and abs(y) < 0.01 and abs(yaw) < 0.01, (x - x0, y, yaw)
+    assert abs(left.position[0] - right.position[0]) < 0.01  # side by side
+    last = graph.results[0].last_completed_step_index
+    errors = [graph.supervisor.landings.landing_error(k) for k in range(1, last + 1)]
+    assert all(e is not None and e < 0.03 for e in errors), errors  # every step seen landing where planned
+    assert not graph.supervisor.walking and max(graph.reference_distances) < 0.5
