@@ -70,6 +70,7 @@ class SensorStream:
         self.sample = sample if sample is not None else SensorState()
         self.t0_ns = t0_ns
         self.count = 0
+        self.every_sample = None  # called with the sample count after each sample (e.g. a teleop's Twists)
         self._running = threading.Event()
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -83,6 +84,8 @@ class SensorStream:
             self.sample.header.stamp.sec, self.sample.header.stamp.nanosec = divmod(stamp, NS)
             self.publisher.publish(self.sample)
             self.count += 1
+            if self.every_sample is not None:
+                self.every_sample(self.count)
             time.sleep(PACE)  # pacing the stream (the stamps, not this, are the node's time)
 
     def start(self) -> None:
@@ -110,6 +113,7 @@ class Client:
 
     def __init__(self, namespace: str = "") -> None:
         import rclpy
+        from geometry_msgs.msg import Twist
         from rclpy.action import ActionClient
         from rclpy.executors import SingleThreadedExecutor
         from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -120,7 +124,7 @@ class Client:
         from walk_mpc.srv import QueueSteps
 
         self.Walk, self.QueueSteps, self.TickTiming, self.Bool = Walk, QueueSteps, TickTiming, Bool
-        self.Float64MultiArray = Float64MultiArray
+        self.Float64MultiArray, self.Twist = Float64MultiArray, Twist
         ns = namespace.rstrip("/")
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
@@ -141,6 +145,7 @@ class Client:
         self.mpc_pub = self.node.create_publisher(TickTiming, f"{ns}/mpc/timing", reliable)
         self.ik_pub = self.node.create_publisher(TickTiming, f"{ns}/ik/timing", reliable)
         self.fall_pub = self.node.create_publisher(Bool, f"{ns}/sim/fall", latched)
+        self.cmd_vel_pub = self.node.create_publisher(Twist, f"{ns}/cmd_vel", reliable)
         # transient local as the sim's, but deep enough that a burst of reports all arrive
         deep_latched = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
                                   reliability=ReliabilityPolicy.RELIABLE,
@@ -164,6 +169,7 @@ class Client:
                    and self.fall_pub.get_subscription_count() >= 1
                    and self.deadline_pub.get_subscription_count() >= 1
                    and self.mpc_pub.get_subscription_count() >= 1
+                   and self.cmd_vel_pub.get_subscription_count() >= 1
                    and self.ik_pub.get_subscription_count() >= 1, "the node's endpoints", process)
 
     def wait_status(self, process) -> None:
@@ -509,6 +515,93 @@ def test_send_walk_cli_prints_feedback_and_the_result(standing, walk_node, start
     assert "feedback: WALK SWAYING current 0" in output and "feedback: WALK CATCHING current 2" in output
     assert "last_completed_step_index: 2" in output and "Goal finished with status: SUCCEEDED" in output
     assert "no plan on" not in output  # the feet came from the latched walk/plan
+
+
+class Teleop:
+    """Publishes a Twist every 10 samples of the stream (0.1 s of sensor time, a 10 Hz teleop), in the
+    stream's thread: the commands keep pace with the node's time however loaded the machine."""
+
+    def __init__(self, client, stream) -> None:
+        self.client, self.stream, self.twist = client, stream, None
+        stream.every_sample = self._on_sample
+
+    def _on_sample(self, count: int) -> None:
+        twist = self.twist
+        if twist is not None and count % 10 == 0:
+            msg = self.client.Twist()
+            msg.linear.x, msg.linear.y, msg.angular.z = twist
+            self.client.cmd_vel_pub.publish(msg)
+
+    def close(self) -> None:
+        self.twist = None
+        self.stream.every_sample = None
+
+
+def stand_x(plan) -> float:
+    return 0.5 * (plan.left_start_position.x + plan.right_start_position.x)
+
+
+def test_cmd_vel_walks_from_stand_and_stops_standing_after_the_timeout(standing, walk_node, stream):
+    client = standing
+    teleop = Teleop(client, stream)
+    try:
+        before = len(client.plans)
+        x0 = stand_x(client.plans[-1])
+        start = stream.count
+        teleop.twist = (0.2, 0.0, 0.0)
+        wait_until(lambda: stream.count > start + 300, "3 s of sensor time", walk_node)
+        teleop.twist = None  # the teleop stops: the node stops after velocity.timeout (0.5 s)
+        wait_until(lambda: client.plans[-1].walking is False and len(client.plans) > before + 1, "Stand",
+                   walk_node, 30.0)
+        plans = client.plans[before:]
+        assert [p.walking for p in plans][0] and not plans[-1].walking
+        walked = stand_x(plans[-1]) - x0
+        assert 0.6 <= walked <= 0.6 + 2 * 0.16 + 0.2, walked  # 3 s at 0.2 m/s, 2 committed steps, timeout
+        steps = [p for p in plans if p.walking][-1].steps
+        assert [s.step_index for s in steps] == list(range(1, len(steps) + 1))
+        assert steps[-1].position.x == pytest.approx(steps[-2].position.x, abs=1e-9)  # closing step
+        wait_until(lambda: "cmd_vel walk 1 ended NONE" in walk_node.output(), "the log line", walk_node)
+    finally:
+        teleop.close()
+
+
+def test_cmd_vel_preempts_a_goal_and_a_goal_preempts_cmd_vel(standing, walk_node, stream, goal_status):
+    client = standing
+    teleop = Teleop(client, stream)
+    try:
+        goal = client.send(straight(1, 10), process=walk_node)
+        goal.wait_feedback(lambda fb: fb.walk.current_step_index >= 1, "the first touchdown", walk_node)
+        teleop.twist = (0.1, 0.0, 0.2)
+        status, result = goal.outcome(walk_node)
+        assert status == goal_status.STATUS_ABORTED
+        assert (result.error_code, result.error_msg) == (WalkErrorCode.PREEMPTED, "preempted by cmd_vel")
+        count = len(client.statuses)
+        wait_until(lambda: len(client.statuses) > count + 100, "2 s of walking", walk_node)
+        assert all(s.behavior == 1 for s in client.statuses[count:])  # no stop between the two walks
+        # a goal while the velocity walk runs (the teleop stops for it): it walks after the closing step
+        teleop.twist = None
+        second = client.send(straight(1, 2, length=0.0), process=walk_node)
+        status, result = second.outcome(walk_node, timeout=60.0)
+        assert status == goal_status.STATUS_SUCCEEDED, result.error_msg
+        wait_until(lambda: "cmd_vel walk 2 ended PREEMPTED after step" in walk_node.output(), "the log line",
+                   walk_node)
+        assert "preempted by goal" in walk_node.output()
+    finally:
+        teleop.close()
+
+
+def test_a_bad_twist_is_rejected_or_clamped_with_a_log_line(standing, walk_node):
+    import math
+
+    for twist in ((math.nan, 0.0, 0.0), (1e9, 0.0, 0.0)):
+        msg = standing.Twist()
+        msg.linear.x, msg.linear.y, msg.angular.z = twist
+        standing.cmd_vel_pub.publish(msg)
+    wait_until(lambda: "cmd_vel rejected: input 'cmd_vel vx' = nan" in walk_node.output()
+               and "clamped to (0.3, 0, 0)" in walk_node.output(), "the log lines", walk_node)
+    standing.cmd_vel_pub.publish(standing.Twist())  # zero: the clamped command's walk stops at once
+    wait_until(lambda: standing.plans[-1].walking is False and standing.statuses[-1].behavior == 0, "Stand",
+               walk_node, 30.0)
 
 
 def test_node_survived_every_scenario(walk_node):
