@@ -356,13 +356,11 @@ class WalkSupervisor:
             self._landings.observe(status.t, status.phase, self._loads, self._measured if tick else None)
         if status.result is not None:
             results.append(self._checked(status.result))
-        self._after_results(results)
+        started = self._after_results(results)
         if tick and status.support_foot is not None and self._measured is not None:
             measured = self._measured[status.support_foot]
             status = dataclasses.replace(status, measured_support_foot_pose=measured)
-        plan = self._plan_if_changed(status.timeline)
-        if self._core.status.timeline is not status.timeline:  # a waiting goal started after the step
-            plan = self._plan_if_changed() or plan
+        plan = self._plan_if_changed() if started else self._plan_if_changed(status.timeline)
         return SupervisorOutput(status if tick else None, plan, tuple(results))
 
     def reject(self, reason: str) -> SupervisorOutput:
@@ -716,9 +714,8 @@ class WalkSupervisor:
             return
         if core.is_stopping:
             return
-        timeline = core.status.timeline
         if isinstance(core.goal_id, VelocityWalkId):
-            steps, complete = velocity.next_steps(t, timeline.steps[-1])
+            steps, complete = velocity.next_steps(t, core.status.timeline.steps[-1])
             if (steps, complete) == self._velocity_sent:
                 return
             answer = core.queue_steps(steps, complete)
@@ -736,6 +733,7 @@ class WalkSupervisor:
                                   f"{steps[0].step_index} to stay within the step limits")
             return
         if self._deferred is None and velocity.active(t):  # a Walk goal walks: cmd_vel preempts it
+            timeline = core.status.timeline
             final = timeline.phases[-1]
             steps = velocity.takeover_step(t, timeline.steps[-1], final.left, final.right)
             gid = VelocityWalkId(self._velocity_walks + 1)
@@ -773,8 +771,8 @@ class WalkSupervisor:
         vx, vy, wz = self._velocity.twist_at(t)
         self._log.info(f"{gid}: walking at vx {vx:.3f} m/s, vy {vy:.3f} m/s, wz {wz:.3f} rad/s from Stand")
 
-    def _after_results(self, results: list) -> None:
-        """Log the velocity walks that ended; start the Walk goal that waited for one."""
+    def _after_results(self, results: list) -> bool:
+        """Log the velocity walks that ended; start the Walk goal that waited for one (True if it started)."""
         for k, result in enumerate(results):
             if not isinstance(result.goal_id, VelocityWalkId):
                 continue
@@ -791,7 +789,7 @@ class WalkSupervisor:
             else:
                 self._log.warning(message)
         if self._deferred is None or self.walking:
-            return
+            return False
         goal_id, steps, plan_complete = self._deferred
         self._deferred = None
         failed = [r for r in results if isinstance(r.goal_id, VelocityWalkId)
@@ -799,7 +797,7 @@ class WalkSupervisor:
         if failed:
             results.append(WalkResult(goal_id, failed[0].error_code, "the velocity walk it waited for ended: "
                                       f"{failed[0].error_msg}", 0))
-            return
+            return False
         answer, _ = self.submit_goal(goal_id, steps, plan_complete)
         if not answer.accepted:
             rejection = answer.rejection
@@ -807,8 +805,9 @@ class WalkSupervisor:
             self._log.warning(f"goal {goal_name(goal_id)} refused: {rejection.error_code.name}: "
                               f"{rejection.message}")
             results.append(WalkResult(goal_id, rejection.error_code, rejection.message, 0, offending))
-        else:
-            self._log.info(f"goal {goal_name(goal_id)}: walking {len(steps)} steps from Stand")
+            return False
+        self._log.info(f"goal {goal_name(goal_id)}: walking {len(steps)} steps from Stand")
+        return True
 
     def abort(self, code: WalkErrorCode, message: str) -> SupervisorOutput:
         """Stop the walk like a cancel with ``code`` (a failure in the graph)."""
