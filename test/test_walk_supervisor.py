@@ -437,3 +437,47 @@ def test_cmd_vel_on_the_kinematic_plant_through_the_stages_walks_a_meter_and_sta
     errors = [graph.supervisor.landings.landing_error(k) for k in range(1, last + 1)]
     assert all(e is not None and e < 0.03 for e in errors), errors  # every step seen landing where planned
     assert not graph.supervisor.walking and max(graph.reference_distances) < 0.5
+
+
+# ---------------------------------------------------------------------------------------------------
+# Goal poses (walk/goal_pose)
+# ---------------------------------------------------------------------------------------------------
+
+
+def test_a_goal_pose_from_stand_walks_there_and_stands_side_by_side(sample):
+    from walk_mpc.core.control.walk_supervisor import GoalPoseId
+
+    supervisor, ns = velocity_supervisor(sample)
+    output = supervisor.goal_pose(0.6, 0.2, 0.5)
+    assert output.plan is not None and output.plan.walking and supervisor.behavior.goal_id == GoalPoseId(1)
+    ns, results, _ = drive(supervisor, sample, ns, 12.0, lambda t: None)
+    assert [(r.goal_id, r.error_code) for r in results] == [(GoalPoseId(1), WalkErrorCode.NONE)]
+    x, y, yaw, (dx, dy, _) = stance(supervisor)
+    assert (x, y, yaw, dx, dy) == pytest.approx((0.6, 0.2, 0.5, 0.0, -0.17), abs=1e-9)
+
+
+def test_a_goal_pose_preempts_a_goal_or_a_velocity_walk_then_walks_from_stand(sample):
+    from walk_mpc.core.control.walk_supervisor import GoalPoseId, VelocityWalkId
+    from walk_mpc.core.errors import InputError
+
+    supervisor, ns = velocity_supervisor(sample)
+    assert supervisor.submit_goal(b"g", steps(8), True, ns)[0].accepted
+    ns, results, _ = drive(supervisor, sample, ns, 1.5, lambda t: None)
+    supervisor.goal_pose(0.0, 0.0, 0.0)
+    ns, results, _ = drive(supervisor, sample, ns, 2.0, lambda t: None)
+    assert [(r.goal_id, r.error_code, r.error_msg) for r in results] == [
+        (b"g", WalkErrorCode.PREEMPTED, "preempted by goal pose 1")]
+    assert supervisor.behavior.goal_id == GoalPoseId(1)  # walking back to the origin
+    ns, results, _ = drive(supervisor, sample, ns, 8.0, lambda t: None)
+    assert [(r.goal_id, r.error_code) for r in results] == [(GoalPoseId(1), WalkErrorCode.NONE)]
+    assert stance(supervisor)[:3] == pytest.approx((0.0, 0.0, 0.0), abs=1e-9)
+    # over a velocity walk: its closing step, then the pose
+    ns, _, _ = drive(supervisor, sample, ns, 2.0, lambda t: (0.2, 0.0, 0.0))
+    supervisor.goal_pose(0.0, -0.1, 0.0)
+    ns, results, _ = drive(supervisor, sample, ns, 14.0, lambda t: None)
+    assert [(r.goal_id, r.error_code, r.error_msg) for r in results] == [
+        (VelocityWalkId(1), WalkErrorCode.PREEMPTED, "preempted by goal pose 2"),
+        (GoalPoseId(2), WalkErrorCode.NONE, "walk finished")]
+    assert stance(supervisor)[:3] == pytest.approx((0.0, -0.1, 0.0), abs=1e-9)
+    with pytest.raises(InputError, match="goal pose yaw"):
+        supervisor.goal_pose(0.0, 0.0, math.nan)

@@ -50,6 +50,7 @@ publish if it changed, and the goals that ended.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Hashable, Optional, Sequence
 
 from walk_mpc.core.body.robot import RobotModel, yaw_of
@@ -79,6 +80,7 @@ from walk_mpc.core.walk.behavior import (
     WalkStatus,
     steps_from_records,
 )
+from walk_mpc.core.walk.footsteps import walk_to_pose
 from walk_mpc.core.walk.step import Foot, Step
 from walk_mpc.core.walk.timeline import FootPose, Timeline
 from walk_mpc.core.walk.velocity import VelocityCommand, VelocityWalk, VelocityWalkParameters
@@ -98,6 +100,37 @@ class VelocityWalkId:
 
     def __str__(self) -> str:
         return f"cmd_vel walk {self.number}"
+
+
+@dataclasses.dataclass(frozen=True)
+class GoalPoseId:
+    """Goal id of a walk to a goal pose (``walk/goal_pose``), numbered from 1 in each supervisor."""
+
+    number: int
+
+    def __str__(self) -> str:
+        return f"goal pose {self.number}"
+
+
+@dataclasses.dataclass(frozen=True)
+class GoalPoseParameters:
+    """Step sizes of the walks to a goal pose (:func:`~walk_mpc.core.walk.footsteps.walk_to_pose`; the step
+    duration, swing height and width are the velocity walk's).
+
+    Attributes:
+        step_length: Largest forward advance of the stance center per step [m].
+        lateral_step: Largest sideways advance per step [m].
+        max_step_yaw: Largest turn per step [rad].
+    """
+
+    step_length: float = 0.2
+    lateral_step: float = 0.05
+    max_step_yaw: float = 0.3
+
+    def __post_init__(self) -> None:
+        check_positive("step_length", self.step_length)
+        check_positive("lateral_step", self.lateral_step)
+        check_positive("max_step_yaw", self.max_step_yaw)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,6 +160,7 @@ class WalkSupervisorParameters:
         deadline_window: Number of measured samples [-] the share is taken over (100 = 1 s at 10 ms).
         deadline_topic: Name of the deadline accounting input, for the messages.
         velocity: Velocity walking (``cmd_vel``): speed limits, gait, command timeout, look-ahead.
+        goal_pose: Step sizes of the walks to a goal pose (``walk/goal_pose``).
     """
 
     behavior: WalkBehavior.Parameters = dataclasses.field(default_factory=WalkBehavior.Parameters)
@@ -145,8 +179,11 @@ class WalkSupervisorParameters:
     deadline_window: int = 100
     deadline_topic: str = "sim/deadlines"
     velocity: VelocityWalkParameters = dataclasses.field(default_factory=VelocityWalkParameters)
+    goal_pose: GoalPoseParameters = dataclasses.field(default_factory=GoalPoseParameters)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.goal_pose, GoalPoseParameters):
+            raise ParameterError("goal_pose", self.goal_pose, "a GoalPoseParameters")
         if not isinstance(self.behavior, WalkBehavior.Parameters):
             raise ParameterError("behavior", self.behavior, "a WalkBehavior.Parameters")
         if not isinstance(self.velocity, VelocityWalkParameters):
@@ -265,7 +302,8 @@ class WalkSupervisor:
         self._velocity_walks = 0  # velocity walks started (their ids)
         self._velocity_sent: Optional[tuple] = None  # (steps, plan_complete) last queued by the stream
         self._velocity_stopping_logged = False
-        self._deferred: Optional[tuple] = None  # (goal_id, steps, plan_complete) waiting for Stand
+        self._deferred: Optional[tuple] = None  # (goal_id, steps, plan_complete, pose) waiting for Stand
+        self._goal_poses = 0  # goal poses received (their ids)
 
     # ------------------------------------------------------------------ read-only state
     @property
@@ -648,7 +686,7 @@ class WalkSupervisor:
                               f"needs at least {NUM_REQUIRED_WALK_STEPS} steps, got {len(parsed)}")
         if fresh is not None:
             return GoalAnswer(goal_id, False, fresh), SupervisorOutput()
-        self._deferred = (goal_id, parsed, bool(plan_complete))
+        self._deferred = (goal_id, parsed, bool(plan_complete), None)
         self._velocity.clear()
         results: list = []
         self._stream(self._core.time, results)  # the closing step, now
@@ -702,6 +740,84 @@ class WalkSupervisor:
                 results.append(WalkResult(waiting, WalkErrorCode.PREEMPTED, PREEMPTED_BY_CMD_VEL, 0))
         self._stream(self._core.time, results)
         return SupervisorOutput(plan=self._plan_if_changed(), results=tuple(results), velocity=command)
+
+    # ------------------------------------------------------------------ goal poses
+    def goal_pose(self, x: float, y: float, yaw: float, steady_ns: Optional[int] = None) -> SupervisorOutput:
+        """Walk to a goal pose (``walk/goal_pose``): the stance center to (``x``, ``y``) [m] with yaw ``yaw``
+        [rad] (world frame), steps by :func:`~walk_mpc.core.walk.footsteps.walk_to_pose` from the measured
+        feet, the feet side by side at the end (goal id a :class:`GoalPoseId`, result logged).
+
+        From Stand it walks at once. A velocity walk closes its stance first (it ends PREEMPTED); a Walk
+        goal or an earlier goal pose is stopped (its swinging step finishes, it ends PREEMPTED "preempted by
+        goal pose N"); the walk to the pose starts from Stand right after, its steps planned from where the
+        feet are then. A goal pose refused (no samples, a fall, a silent component) is logged.
+
+        Raises:
+            InputError: A coordinate that is not a finite number (nothing changed).
+        """
+        for name, value in (("x", x), ("y", y), ("yaw", yaw)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                unit = "rad" if name == "yaw" else "m"
+                raise InputError(f"goal pose {name}", value, f"a finite number [{unit}]")
+        pose = (float(x), float(y), float(yaw))
+        self._goal_poses += 1
+        gid = GoalPoseId(self._goal_poses)
+        refusal = self.refusal(optional_steady(steady_ns))
+        if refusal is not None:
+            self._log.warning(f"{gid} refused: {refusal[0].name}: {refusal[1]}")
+            return SupervisorOutput()
+        results: list = []
+        if self._deferred is not None:
+            waiting = self._deferred[0]
+            self._log.info(f"{goal_name(waiting)}: preempted by {gid} before it started")
+            results.append(WalkResult(waiting, WalkErrorCode.PREEMPTED, f"preempted by {gid}", 0))
+            self._deferred = None
+        self._velocity.clear()
+        if not self.walking:
+            self._start_pose(gid, pose, results)
+            return SupervisorOutput(plan=self._plan_if_changed(), results=tuple(results))
+        self._deferred = (gid, None, True, pose)
+        if self.velocity_walking:
+            self._stream(self._core.time, results)  # the closing step, now
+        else:
+            current = self._core.goal_id
+            if self._core.abort(WalkErrorCode.PREEMPTED, f"preempted by {gid}"):
+                self._log.info(f"goal {goal_name(current)}: preempted by {gid}: stopping the walk")
+        self._log.info(f"{gid} ({pose[0]:.3f} m, {pose[1]:.3f} m, {pose[2]:.3f} rad): waits for Stand")
+        return SupervisorOutput(plan=self._plan_if_changed(), results=tuple(results))
+
+    def _start_pose(self, gid: GoalPoseId, pose: tuple, results: list) -> bool:
+        """Walk from Stand (at the measured feet) to ``pose``; a refusal or an unreachable pose: a result."""
+        def fail(code: WalkErrorCode, message: str) -> bool:
+            self._log.warning(f"{gid} refused: {code.name}: {message}")
+            results.append(WalkResult(gid, code, message, 0))
+            return False
+
+        refusal = self.refusal(None)
+        if refusal is not None:
+            return fail(*refusal)
+        if self._measured is not None:
+            self._core.reset(self._measured[Foot.LEFT], self._measured[Foot.RIGHT])
+        left, right = self._core.feet
+        behavior, gait, sizes = self.params.behavior, self.params.velocity, self.params.goal_pose
+        try:
+            steps = walk_to_pose(left, right, *pose, step_length=sizes.step_length,
+                                 lateral_step=sizes.lateral_step, max_step_yaw=sizes.max_step_yaw,
+                                 width=self._velocity.stance_width(left, right), duration=gait.step_duration,
+                                 swing_height=gait.swing_height, limits=behavior.limits)
+        except (InputError, ParameterError) as exc:
+            return fail(WalkErrorCode.INVALID_STEP, f"no footsteps reach the goal pose: {exc}")
+        if not steps:
+            self._log.info(f"{gid}: already there")
+            results.append(WalkResult(gid, WalkErrorCode.NONE, "already at the goal pose", 0))
+            return False
+        answer = self._core.submit_goal(steps, True, goal_id=gid)
+        if not answer.accepted:
+            return fail(answer.rejection.error_code, answer.rejection.message)
+        self._landings.reset()
+        self._log.info(f"{gid}: walking {len(steps)} steps to ({pose[0]:.3f} m, {pose[1]:.3f} m, "
+                       f"{pose[2]:.3f} rad)")
+        return True
 
     def _stream(self, t: float, results: list) -> None:
         """Follow the velocity command at time ``t`` [s]: start, feed, stop or take over a walk."""
@@ -780,7 +896,7 @@ class WalkSupervisor:
                 self._velocity.clear()  # a failed walk is not restarted by the same command
             if self._deferred is not None and result.error_code == WalkErrorCode.NONE:
                 result = dataclasses.replace(result, error_code=WalkErrorCode.PREEMPTED,
-                                             error_msg=f"preempted by goal {goal_name(self._deferred[0])}")
+                                             error_msg=f"preempted by {_preempter(self._deferred[0])}")
                 results[k] = result
             message = (f"{result.goal_id} ended {result.error_code.name} after step "
                        f"{result.last_completed_step_index}: {result.error_msg}")
@@ -790,7 +906,7 @@ class WalkSupervisor:
                 self._log.warning(message)
         if self._deferred is None or self.walking:
             return False
-        goal_id, steps, plan_complete = self._deferred
+        goal_id, steps, plan_complete, pose = self._deferred
         self._deferred = None
         failed = [r for r in results if isinstance(r.goal_id, VelocityWalkId)
                   and r.error_code not in (WalkErrorCode.NONE, WalkErrorCode.PREEMPTED)]
@@ -798,6 +914,8 @@ class WalkSupervisor:
             results.append(WalkResult(goal_id, failed[0].error_code, "the velocity walk it waited for ended: "
                                       f"{failed[0].error_msg}", 0))
             return False
+        if pose is not None:
+            return self._start_pose(goal_id, pose, results)
         answer, _ = self.submit_goal(goal_id, steps, plan_complete)
         if not answer.accepted:
             rejection = answer.rejection
@@ -846,10 +964,15 @@ class WalkSupervisor:
 
 def goal_name(goal_id: object) -> str:
     """Short printable id of a goal id (the first 8 hex digits of an action goal UUID)."""
-    if isinstance(goal_id, VelocityWalkId):
+    if isinstance(goal_id, (VelocityWalkId, GoalPoseId)):
         return str(goal_id)
     return goal_id.hex()[:8] if isinstance(goal_id, (bytes, bytearray)) else repr(goal_id)
 
 
-__all__ = ["LINK_ERRORS", "PREEMPTED_BY_CMD_VEL", "SupervisorOutput", "VelocityWalkId", "WalkSupervisor",
-           "WalkSupervisorParameters", "goal_name"]
+def _preempter(goal_id: object) -> str:
+    """What preempted a walk, for its result message: "goal 1a2b3c4d", "goal pose 2"."""
+    return str(goal_id) if isinstance(goal_id, GoalPoseId) else f"goal {goal_name(goal_id)}"
+
+
+__all__ = ["GoalPoseId", "GoalPoseParameters", "LINK_ERRORS", "PREEMPTED_BY_CMD_VEL", "SupervisorOutput",
+           "VelocityWalkId", "WalkSupervisor", "WalkSupervisorParameters", "goal_name"]

@@ -296,16 +296,20 @@ class VelocityWalk:
         return steps, stopping
 
     # ------------------------------------------------------------------ geometry
-    def _begin(self, left: FootPose, right: FootPose) -> None:
-        """A new velocity walk: its width (configured, or measured between the soles within the limits)."""
-        self._closing = {}
+    def stance_width(self, left: FootPose, right: FootPose) -> float:
+        """The stance width [m]: ``width``, or (0) the lateral distance of the soles, within the limits."""
         width = self.params.width
         if not width:
             x, y, z, yaw = stance_center(left, right)
             width = abs(relative_offset(FootPose((x, y, z), yaw), left.position)[1]
                         - relative_offset(FootPose((x, y, z), yaw), right.position)[1])
             width = min(self.limits.max_width, max(self.limits.min_width, width))
-        self._width = width
+        return width
+
+    def _begin(self, left: FootPose, right: FootPose) -> None:
+        """A new velocity walk: its width (:meth:`stance_width`), no closing step yet."""
+        self._closing = {}
+        self._width = self.stance_width(left, right)
 
     def _chain(self, center: Tuple[float, float, float, float], foot: Foot, previous: FootPose, index: int,
                twist: Twist, count: Optional[int] = None) -> Tuple[Tuple[Step, ...], bool]:
