@@ -113,7 +113,7 @@ class Client:
 
     def __init__(self, namespace: str = "") -> None:
         import rclpy
-        from geometry_msgs.msg import Twist
+        from geometry_msgs.msg import PoseStamped, Twist
         from rclpy.action import ActionClient
         from rclpy.executors import SingleThreadedExecutor
         from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -124,7 +124,7 @@ class Client:
         from walk_mpc.srv import QueueSteps
 
         self.Walk, self.QueueSteps, self.TickTiming, self.Bool = Walk, QueueSteps, TickTiming, Bool
-        self.Float64MultiArray, self.Twist = Float64MultiArray, Twist
+        self.Float64MultiArray, self.Twist, self.PoseStamped = Float64MultiArray, Twist, PoseStamped
         ns = namespace.rstrip("/")
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
@@ -146,6 +146,7 @@ class Client:
         self.ik_pub = self.node.create_publisher(TickTiming, f"{ns}/ik/timing", reliable)
         self.fall_pub = self.node.create_publisher(Bool, f"{ns}/sim/fall", latched)
         self.cmd_vel_pub = self.node.create_publisher(Twist, f"{ns}/cmd_vel", reliable)
+        self.goal_pose_pub = self.node.create_publisher(PoseStamped, f"{ns}/walk/goal_pose", reliable)
         # transient local as the sim's, but deep enough that a burst of reports all arrive
         deep_latched = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
                                   reliability=ReliabilityPolicy.RELIABLE,
@@ -602,6 +603,34 @@ def test_a_bad_twist_is_rejected_or_clamped_with_a_log_line(standing, walk_node)
     standing.cmd_vel_pub.publish(standing.Twist())  # zero: the clamped command's walk stops at once
     wait_until(lambda: standing.plans[-1].walking is False and standing.statuses[-1].behavior == 0, "Stand",
                walk_node, 30.0)
+
+
+def test_a_goal_pose_walks_there_and_stands(standing, walk_node):
+    import math
+
+    client = standing
+    wait_until(lambda: client.goal_pose_pub.get_subscription_count() >= 1, "the subscription", walk_node)
+    start = client.plans[-1]
+    x0 = stand_x(start)
+    y0 = 0.5 * (start.left_start_position.y + start.right_start_position.y)
+    wrong = client.PoseStamped()
+    wrong.header.frame_id = "map"
+    client.goal_pose_pub.publish(wrong)
+    wait_until(lambda: "goal pose rejected: input 'goal pose header.frame_id' = 'map'" in walk_node.output(),
+               "the log line", walk_node)
+    before = len(client.plans)
+    goal = client.PoseStamped()
+    goal.header.frame_id = "world"
+    goal.pose.position.x, goal.pose.position.y = x0 + 0.3, y0 + 0.1
+    goal.pose.orientation.z, goal.pose.orientation.w = math.sin(0.15), math.cos(0.15)  # yaw 0.3 rad
+    client.goal_pose_pub.publish(goal)
+    wait_until(lambda: len(client.plans) > before + 1 and not client.plans[-1].walking, "Stand at the pose",
+               walk_node, 30.0)
+    final = client.plans[-1]
+    assert stand_x(final) == pytest.approx(x0 + 0.3, abs=1e-6)
+    y = 0.5 * (final.left_start_position.y + final.right_start_position.y)
+    assert y == pytest.approx(y0 + 0.1, abs=1e-6)
+    wait_until(lambda: "goal pose 1 ended NONE" in walk_node.output(), "the log line", walk_node)
 
 
 def test_node_survived_every_scenario(walk_node):

@@ -32,6 +32,12 @@ Interfaces (names relative to the node's namespace, defaults of :class:`WalkBeha
   walking (at once if it follows on, else it starts from Stand after the closing step). A command above
   the speed limits is clamped (one warning per second); a NaN or infinite one is rejected with one
   warning and changes nothing (the last good command times out).
+* subscribes ``walk/goal_pose`` (geometry_msgs/PoseStamped in ``goal_pose_frame``; ``goal_pose_topic``,
+  '' for none), the core's :meth:`~walk_mpc.core.control.walk_supervisor.WalkSupervisor.goal_pose`: walk
+  the stance center to the pose (its yaw from the orientation) with the footstep generator, the feet side
+  by side at the end; it stops a running walk first (a goal ends PREEMPTED "preempted by goal pose N",
+  a velocity walk closes its stance). Its outcome is logged (it has no action). A pose in another frame,
+  or not finite, is rejected with one warning.
 * subscribes ``sensor_state`` (SensorState, best effort), ``mpc/timing`` and ``ik/timing`` (TickTiming: a
   non-zero ``status`` aborts the walk with PLANNER_FAILURE / IK_FAILURE, the message naming the component
   and the status), ``sim/fall`` (std_msgs/Bool, transient local: true aborts the walk with FALL_DETECTED
@@ -100,7 +106,7 @@ import time
 from typing import Callable, Dict, Optional, Sequence, Tuple
 
 from builtin_interfaces.msg import Time
-from geometry_msgs.msg import Twist
+from geometry_msgs.msg import PoseStamped, Twist
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
@@ -113,6 +119,7 @@ from walk_mpc.core.body.robot import RobotModel
 from walk_mpc.core.control.landings import LandingParameters
 from walk_mpc.core.control.walk_supervisor import (
     LINK_ERRORS,
+    GoalPoseParameters,
     SupervisorOutput,
     WalkSupervisor,
     WalkSupervisorParameters,
@@ -199,6 +206,9 @@ class WalkBehaviorNodeParameters:
         cmd_vel_topic: geometry_msgs/Twist velocity commands ('' = not subscribed).
         velocity: Velocity walking: speed limits [m/s, rad/s], step duration [s], width [m] (0: measured),
             command timeout [s] (sensor time), look-ahead [steps].
+        goal_pose_topic: geometry_msgs/PoseStamped goal poses to walk to ('' = not subscribed).
+        goal_pose_frame: The frame of the goal poses (the plans' world frame; an empty frame_id is taken too).
+        goal_pose: Step sizes of the walks to a goal pose [m, m, rad].
     """
 
     behavior: WalkBehavior.Parameters = dataclasses.field(default_factory=WalkBehavior.Parameters)
@@ -227,6 +237,9 @@ class WalkBehaviorNodeParameters:
     deadline_window: int = 100
     cmd_vel_topic: str = "cmd_vel"
     velocity: VelocityWalkParameters = dataclasses.field(default_factory=VelocityWalkParameters)
+    goal_pose_topic: str = "walk/goal_pose"
+    goal_pose_frame: str = "world"
+    goal_pose: GoalPoseParameters = dataclasses.field(default_factory=GoalPoseParameters)
 
     def __post_init__(self) -> None:
         if not isinstance(self.behavior, WalkBehavior.Parameters):
@@ -255,7 +268,7 @@ class WalkBehaviorNodeParameters:
         if unknown:
             raise ParameterError("watch_links", list(self.watch_links), f"names among {sorted(LINK_ERRORS)}")
         check_positive("link_timeout", self.link_timeout)
-        for name in ("deadline_topic", "cmd_vel_topic"):
+        for name in ("deadline_topic", "cmd_vel_topic", "goal_pose_topic", "goal_pose_frame"):
             if not isinstance(getattr(self, name), str):
                 raise ParameterError(name, getattr(self, name), "a topic name, or '' for none")
         self.supervisor  # noqa: B018  (the supervisor's own checks: deadline share and window, velocity gait)
@@ -276,7 +289,8 @@ class WalkBehaviorNodeParameters:
             link_topics=tuple(topics[name] for name in self.watch_links), sensor_topic=self.sensor_topic,
             fall_topic=self.fall_topic, landings=self.landings,
             max_missed_deadline_share=self.max_missed_deadline_share, deadline_window=self.deadline_window,
-            deadline_topic=self.deadline_topic or "sim/deadlines", velocity=self.velocity)
+            deadline_topic=self.deadline_topic or "sim/deadlines", velocity=self.velocity,
+            goal_pose=self.goal_pose)
 
 
 class _NextWakeUp:
@@ -399,6 +413,9 @@ class WalkBehaviorNode(GraphNode):
         self._cmd_vel_sub = (self.create_subscription(  # best effort: teleop, nav2 and joystick writers alike
             Twist, params.cmd_vel_topic, self._on_cmd_vel, stream_input_qos(depth),
             callback_group=self._events_group) if params.cmd_vel_topic else None)
+        self._goal_pose_sub = (self.create_subscription(
+            PoseStamped, params.goal_pose_topic, self._on_goal_pose, reliable,
+            callback_group=self._events_group) if params.goal_pose_topic else None)
         self._service = self.create_service(
             QueueSteps, params.queue_steps_service, self._on_queue_steps, callback_group=self._events_group)
         names = {"sensor_topic": self._sensor_sub.topic_name, "fall_topic": self._fall_sub.topic_name,
@@ -603,6 +620,23 @@ class WalkBehaviorNode(GraphNode):
             return output
 
         self._guarded("cmd_vel", velocity)
+
+    def _on_goal_pose(self, msg: PoseStamped) -> None:
+        def goal_pose() -> SupervisorOutput:
+            frame, p, q = self.params.goal_pose_frame, msg.pose.position, msg.pose.orientation
+            try:
+                if msg.header.frame_id not in ("", frame):
+                    raise InputError("goal pose header.frame_id", msg.header.frame_id, f"'{frame}'")
+                norm = q.x * q.x + q.y * q.y + q.z * q.z + q.w * q.w
+                if not math.isfinite(norm) or norm < 1e-12:
+                    raise InputError("goal pose orientation", (q.x, q.y, q.z, q.w), "a finite quaternion")
+                yaw = math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
+                return self._supervisor.goal_pose(p.x, p.y, yaw, self._steady_ns())
+            except InputError as exc:
+                self.get_logger().warning(f"goal pose rejected: {exc}", throttle_duration_sec=WARNING_PERIOD)
+                return SupervisorOutput()
+
+        self._guarded("goal pose", goal_pose)
 
     def _on_fall(self, msg: Bool) -> None:
         self._guarded("fall message", lambda: self._supervisor.fall(bool(msg.data)))

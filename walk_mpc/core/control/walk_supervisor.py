@@ -888,13 +888,15 @@ class WalkSupervisor:
         self._log.info(f"{gid}: walking at vx {vx:.3f} m/s, vy {vy:.3f} m/s, wz {wz:.3f} rad/s from Stand")
 
     def _after_results(self, results: list) -> bool:
-        """Log the velocity walks that ended; start the Walk goal that waited for one (True if it started)."""
+        """Log the velocity walks and goal-pose walks that ended (no action reports them); start the goal that
+        waited for Stand (True if it started)."""
         for k, result in enumerate(results):
-            if not isinstance(result.goal_id, VelocityWalkId):
+            if not isinstance(result.goal_id, (VelocityWalkId, GoalPoseId)):
                 continue
-            if result.error_code != WalkErrorCode.NONE:
+            velocity = isinstance(result.goal_id, VelocityWalkId)
+            if velocity and result.error_code != WalkErrorCode.NONE:
                 self._velocity.clear()  # a failed walk is not restarted by the same command
-            if self._deferred is not None and result.error_code == WalkErrorCode.NONE:
+            if velocity and self._deferred is not None and result.error_code == WalkErrorCode.NONE:
                 result = dataclasses.replace(result, error_code=WalkErrorCode.PREEMPTED,
                                              error_msg=f"preempted by {_preempter(self._deferred[0])}")
                 results[k] = result
