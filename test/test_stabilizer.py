@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from walk_mpc.core.control.stabilizer import (
+    Stabilizer,
     StabilizerParameters,
     clamp_to_polygon,
     convex_hull,
@@ -21,6 +22,7 @@ from walk_mpc.core.control.types import CoMReference, WalkPlan
 from walk_mpc.core.control.whole_body_stage import WholeBodyStage, WholeBodyStageParameters
 from walk_mpc.core.errors import ParameterError
 from walk_mpc.core.sensors import SensorSample
+from walk_mpc.core.walk.step import Foot
 
 EVENTS = Path(__file__).parent / "data" / "whole_body_stage_events.pkl.gz"
 
@@ -86,3 +88,47 @@ def test_sole_rotation_pitches_the_toe_down_for_a_positive_pitch_and_keeps_the_y
     toe = rotation @ np.array([1.0, 0.0, 0.0])
     assert toe[2] < 0.0
     assert math.atan2(toe[1], toe[0]) == pytest.approx(0.3)
+
+
+def _standing_samples(talos, n):
+    pytest.importorskip("mujoco")
+    from walk_mpc.core.sim.kinematic import KinematicSim
+    from walk_mpc.core.sim.mujoco import MujocoSim
+
+    sim = MujocoSim(KinematicSim.Parameters(), MujocoSim.Parameters(), robot=talos)
+    samples = []
+    for _ in range(n):
+        sim.step()
+        samples.append(sim.sensor_sample())
+    return samples
+
+
+def _reference(talos, stamp_ns, com_offset):
+    """A standing reference: the CoM of the reference posture shifted by ``com_offset`` [m], at rest."""
+    q0 = talos.reference_configuration()
+    com = np.asarray(talos.com(q0)) + np.asarray(com_offset, dtype=float)
+    zmp = np.array([com[0], com[1], 0.0])
+    return CoMReference(stamp_ns, 1, (0.02, 0.04), np.array([com, com]), np.zeros((2, 3)),
+                        np.array([zmp, zmp]))
+
+
+@pytest.mark.parametrize("offset_x", [0.02, -0.02])
+def test_a_measured_dcm_ahead_of_the_reference_moves_the_com_target_back_and_the_desired_zmp_ahead(talos,
+                                                                                                   offset_x):
+    """Standing on MuJoCo, the reference's CoM ``offset_x`` away: the DCM error is minus that, the desired ZMP
+    moves with the error (inside the soles) and the CoM target moves against it."""
+    feet = talos.foot_poses(talos.reference_configuration())
+    soles = {Foot.LEFT: (feet[talos.left_foot_frame][0], 0.0),
+             Foot.RIGHT: (feet[talos.right_foot_frame][0], 0.0)}
+    stabilizer = Stabilizer(talos, StabilizerParameters(enabled=True))
+    stamp = 10**12
+    for sample in _standing_samples(talos, 30):
+        stamp += 10**7
+        stabilizer.set_reference(_reference(talos, stamp, (offset_x, 0.0, 0.0)))
+        out = stabilizer.observe(stamp, sample, soles)
+    log = stabilizer.log()
+    error = log["dcm_error"][0]
+    assert error == pytest.approx(-offset_x, abs=0.01)
+    assert np.sign(log["zmp_desired"][0] - log["zmp_reference"][0]) == np.sign(error)
+    assert np.sign(out.com_offset[0]) == -np.sign(error)
+    assert abs(log["zmp_desired"][0]) <= 0.1  # inside the soles (x within +-0.1 m of the sole frames)
