@@ -208,4 +208,5 @@ def test_sensor_stream_stopping_mid_walk_ends_it_with_sensor_timeout(graph):
 @pytest.mark.launch(fixture=launch_description)
 def test_every_node_exits_cleanly_on_sigint(graph):
     codes = CONTROL.stop_all()
-    assert codes == {"walk_behavior": 0, "mpc_planner": 0, "ik": 0, "sim": 0, "robot_state": 0}, CONTROL.diagnose()
+    expected = {"walk_behavior": 0, "mpc_planner": 0, "ik": 0, "sim": 0, "robot_state": 0}
+    assert codes == expected, CONTROL.diagnose()
