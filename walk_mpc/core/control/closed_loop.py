@@ -187,10 +187,13 @@ def standing_com_height(robot: RobotModel, q: np.ndarray) -> float:
 
 
 def default_planner_parameters(robot: RobotModel, q: np.ndarray, control_period: float) -> PlannerParameters:
-    """Planner parameters of the loop: LIPM height of ``q`` (:func:`standing_com_height`), the loop's
+    """Planner parameters of the loop: LIPM height of ``q`` (:func:`standing_com_height`), the sole region
+    of the robot's description (:meth:`RobotModel.planner_sole`; the default without one), the loop's
     control period, CoM feedback gain 0.1 (threshold 4 mm), the rest default."""
+    given = robot.description is not None and robot.description.sole.given
+    extra = {"sole": robot.planner_sole()} if given else {}
     return PlannerParameters(mpc=MpcParameters(com_height=standing_com_height(robot, q)),
-                             control_period=control_period, feedback_gain=DEFAULT_FEEDBACK_GAIN)
+                             control_period=control_period, feedback_gain=DEFAULT_FEEDBACK_GAIN, **extra)
 
 
 class ClosedLoopWalk:
