@@ -86,10 +86,13 @@ def test_a_non_finite_command_is_rejected_naming_it_and_changes_nothing(componen
 def test_a_huge_command_is_clamped_to_the_speed_limits_and_reported():
     velocity = VelocityWalk()
     command = velocity.command(1e9, -1e9, 1e300, 0.0)
-    assert command.twist == (0.3, -0.05, 0.4)
+    # each component to its maximum, then the three together into the ellipsoid of the maxima
+    assert command.twist == pytest.approx(tuple(v / math.sqrt(3.0) for v in (0.25, -0.05, 0.4)))
     assert command.requested == (1e9, -1e9, 1e300)
-    assert "max_forward_speed 0.3" in command.message and "max_lateral_speed" in command.message
-    assert "max_yaw_rate 0.4" in command.message
+    assert "max_forward_speed 0.25" in command.message and "max_lateral_speed" in command.message
+    assert "max_yaw_rate 0.4" in command.message and "the combined limit (58 % of each)" in command.message
+    combined = velocity.command(-0.1, 0.0, 0.4, 0.0)  # two axes at their maxima: 71 % of each
+    assert combined.twist == pytest.approx((-0.1 / math.sqrt(2.0), 0.0, 0.4 / math.sqrt(2.0)))
     backward = velocity.command(-2.0, 0.0, 0.0, 0.0)
     assert backward.twist == (-0.1, 0.0, 0.0) and "max_backward_speed 0.1" in backward.message
     assert velocity.command(0.1, 0.02, -0.2, 0.0).message == ""

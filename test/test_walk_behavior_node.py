@@ -599,7 +599,7 @@ def test_a_bad_twist_is_rejected_or_clamped_with_a_log_line(standing, walk_node)
         msg.linear.x, msg.linear.y, msg.angular.z = twist
         standing.cmd_vel_pub.publish(msg)
     wait_until(lambda: "cmd_vel rejected: input 'cmd_vel vx' = nan" in walk_node.output()
-               and "clamped to (0.3, 0, 0)" in walk_node.output(), "the log lines", walk_node)
+               and "clamped to (0.25, 0, 0)" in walk_node.output(), "the log lines", walk_node)
     standing.cmd_vel_pub.publish(standing.Twist())  # zero: the clamped command's walk stops at once
     wait_until(lambda: standing.plans[-1].walking is False and standing.statuses[-1].behavior == 0, "Stand",
                walk_node, 30.0)

@@ -398,7 +398,7 @@ def test_a_bad_cmd_vel_is_rejected_naming_it_and_a_huge_one_clamped(sample):
         assert summary(reference.observe(ns, sample, ns)) == summary(bad.observe(ns, sample, ns))
     assert ns_ref < ns and bad.velocity_walking
     output = bad.velocity(1e9, 0.0, 0.0)
-    assert output.velocity.twist == (0.3, 0.0, 0.0) and "max_forward_speed 0.3" in output.velocity.message
+    assert output.velocity.twist == (0.25, 0.0, 0.0) and "max_forward_speed 0.25" in output.velocity.message
     answer, _ = bad.queue_steps(steps(), False)
     assert not answer.accepted and "cmd_vel" in answer.message
 

@@ -22,7 +22,10 @@ Contract with :class:`~walk_mpc.core.walk.behavior.WalkBehavior` (driven by
 * A command older than ``timeout`` (sensor time) or below the dead band is zero: the queued step
   becomes the closing step with ``plan_complete``, and the walk ends normally after it (result NONE,
   back in Stand). A closing step already committed ends the plan as it is.
-* Commands are clamped to the speed limits (:meth:`VelocityWalk.command` reports it), then every
+* Commands are clamped to the speed limits, each component and then together (the twist is scaled
+  into the ellipsoid whose semi-axes are the three maxima: full speed on one axis, 71 % of each on two;
+  on MuJoCo Talos fell at the clamped corner (-0.1, -0.05, -0.4) without it), and
+  :meth:`VelocityWalk.command` reports it; then every
   generated step is checked against the behavior's :class:`~walk_mpc.core.walk.saturation.StepLimits`
   relative to its predecessor: the twist is scaled down (bisection) until no limit saturates, so the
   behavior never modifies a velocity step (``scale`` < 1 reports it). A non-finite command raises
@@ -71,7 +74,7 @@ class VelocityWalkParameters:
         deadband_yaw_rate: Turning rates below this [rad/s] count as zero.
     """
 
-    max_forward_speed: float = 0.3
+    max_forward_speed: float = 0.25
     max_backward_speed: float = 0.1
     max_lateral_speed: float = 0.05
     max_yaw_rate: float = 0.4
@@ -203,13 +206,18 @@ class VelocityWalk:
                    "max_backward_speed" if vx < 0 else "max_forward_speed"),
                   (-p.max_lateral_speed, p.max_lateral_speed, "max_lateral_speed"),
                   (-p.max_yaw_rate, p.max_yaw_rate, "max_yaw_rate"))
-        twist, clamped = [], []
+        twist, clamped, share = [], [], 0.0
         for value, (low, high, limit) in zip((vx, vy, wz), bounds):
             value = float(value)
             within = min(high, max(low, value))
             if within != value:
                 clamped.append(f"{limit} {high if value > high else -low:g}")
             twist.append(within)
+            bound = high if within > 0.0 else -low
+            share += (within / bound) ** 2 if bound > 0.0 else 0.0
+        if share > 1.0 + 1e-12:  # combined motions: within the ellipsoid of the three maxima
+            twist = [v / math.sqrt(share) for v in twist]
+            clamped.append(f"the combined limit ({100 / math.sqrt(share):.0f} % of each)")
         self._command = VelocityCommand((float(vx), float(vy), float(wz)), tuple(twist), float(t),
                                         tuple(clamped))
         return self._command
