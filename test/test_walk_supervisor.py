@@ -481,3 +481,31 @@ def test_a_goal_pose_preempts_a_goal_or_a_velocity_walk_then_walks_from_stand(sa
     assert stance(supervisor)[:3] == pytest.approx((0.0, -0.1, 0.0), abs=1e-9)
     with pytest.raises(InputError, match="goal pose yaw"):
         supervisor.goal_pose(0.0, 0.0, math.nan)
+
+
+@pytest.mark.slow
+def test_a_huge_cmd_vel_on_mujoco_is_clamped_and_walked_without_a_fall():
+    """The corner (-1e9, -1e9, -1e9): backward, right and turning right at once, on MuJoCo physics through the
+    stages. Clamped to each maximum only, (-0.1, -0.05, -0.4), Talos fell (an IK failure in the 4th step);
+    scaled into the ellipsoid of the maxima it walks."""
+    from test_fault_drill import InProcessGraph
+
+    from walk_mpc.core.body.robot import RobotModel
+    from walk_mpc.core.sim.kinematic import KinematicSim
+    from walk_mpc.core.sim.mujoco import MujocoSim
+    from walk_mpc.core.walk.footsteps import stance_center
+
+    robot = RobotModel(RobotModel.Parameters(robot="talos_reduced"))
+    graph = InProcessGraph(robot)
+    graph.sim = MujocoSim(KinematicSim.Parameters(), robot=robot)
+    graph.run(1.0)
+    for k in range(400):
+        if k % 10 == 0:
+            output = graph.supervisor.velocity(-1e9, -1e9, -1e9)
+            assert "the combined limit" in output.velocity.message
+            graph._supervise(output)
+        graph.step()  # asserts the plant never falls
+    graph.run(5.0)
+    assert [r.error_code for r in graph.results] == [WalkErrorCode.NONE]
+    x, y, _, yaw = stance_center(*graph.feet())
+    assert x < -0.2 and yaw < -1.0, (x, y, yaw)
