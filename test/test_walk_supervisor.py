@@ -306,6 +306,20 @@ def test_cmd_vel_silent_for_the_timeout_in_sensor_time_closes_the_stance(sample,
     assert [r.error_code for r in results] == [WalkErrorCode.NONE]
 
 
+@pytest.mark.parametrize("change", [0.35, 1.9, 2.2, 2.5, 2.8])
+def test_a_change_of_cmd_vel_shows_after_at_most_two_committed_steps_which_never_change(sample, change):
+    supervisor, ns = velocity_supervisor(sample)
+    ns, _, _ = drive(supervisor, sample, ns, change, lambda t: (0.2, 0.0, 0.0), period=5)
+    status = supervisor.behavior.status
+    committed = [s for s in status.timeline.steps if s.step_index > status.current_step_index]
+    assert 1 <= len(committed) <= 2  # the velocity walk's look-ahead (Atlas goals: 4)
+    ns, _, _ = drive(supervisor, sample, ns, 4.0, lambda t: (0.2, 0.0, 0.3), period=5)
+    walked = {s.step_index: s for s in supervisor.behavior.status.timeline.steps}
+    assert all(walked[s.step_index] == s for s in committed)  # committed steps never change
+    turning = min(k for k, s in walked.items() if abs(s.yaw) > 1e-9)
+    assert turning == committed[-1].step_index + 1 <= status.current_step_index + 3
+
+
 def test_a_nonzero_cmd_vel_preempts_a_running_goal_which_ends_preempted(sample):
     from walk_mpc.core.control.walk_supervisor import VelocityWalkId
 
