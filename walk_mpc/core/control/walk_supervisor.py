@@ -42,6 +42,9 @@
     Stand at the measured feet right after (it waits, accepted; a cancel or a newer nonzero command ends
     it, CANCELED or PREEMPTED "preempted by cmd_vel"). A goal clears the command: only a later cmd_vel
     preempts it.
+* **Goal poses** (:meth:`goal_pose`, ``walk/goal_pose``): footsteps to a pose by
+  :func:`~walk_mpc.core.walk.footsteps.walk_to_pose` from the measured feet, a goal with a
+  :class:`GoalPoseId`; a running walk is stopped first (see the method).
 
 Every call returns a :class:`SupervisorOutput`: the status to publish (on control ticks), the plan to
 publish if it changed, and the goals that ended.
