@@ -5,5 +5,6 @@ Modules:
     timeline: :class:`Timeline` of double/single support phases built from steps and a :class:`GaitTiming`.
     behavior: :class:`WalkBehavior`, the step queue and ``AtlasBehaviorWalkFeedback`` semantics (seed 000).
     saturation: :class:`StepLimits` and :func:`saturate_step` (``step_queue_saturated``).
-    footsteps: footstep generators (straight, turning, sideways walks).
+    footsteps: footstep generators (straight, turning, sideways walks, to a goal pose).
+    velocity: :class:`VelocityWalk`, a cmd_vel twist as footsteps streamed through the step queue.
 """
