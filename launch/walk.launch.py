@@ -27,7 +27,8 @@ def _nodes(context):
     graph = load_graph()
     robot = LaunchConfiguration("robot").perform(context)
     sim = LaunchConfiguration("sim").perform(context)
-    config = LaunchConfiguration("config").perform(context) or None
+    config = (LaunchConfiguration("params_file").perform(context)
+              or LaunchConfiguration("config").perform(context) or None)
     namespace = check_namespace(LaunchConfiguration("namespace").perform(context))
     params_file = str(namespaced_parameters_file(graph.config_path(robot, config), namespace))
     overrides = graph.overrides(robot)
@@ -60,7 +61,8 @@ def generate_launch_description() -> LaunchDescription:
                                           "(several robots)"),
         DeclareLaunchArgument("rviz", default_value="false",
                               description="start rviz2 with config/walk_mpc.rviz"),
-        DeclareLaunchArgument("config", default_value="",
+        DeclareLaunchArgument("params_file", default_value="",
                               description="parameters file (default: config/<robot's file> from graph.yaml)"),
+        DeclareLaunchArgument("config", default_value="", description="former name of params_file"),
         OpaqueFunction(function=_nodes),
     ])
