@@ -47,8 +47,9 @@ pytestmark = pytest.mark.slow
 class InProcessGraph:
     """The three controllers on a kinematic plant, wired as the node graph (see the module docstring)."""
 
-    def __init__(self, robot: RobotModel) -> None:
+    def __init__(self, robot: RobotModel, whole_body: WholeBodyStageParameters | None = None) -> None:
         self.robot = robot
+        self.whole_body_params = whole_body if whole_body is not None else WholeBodyStageParameters()
         self.sim = KinematicSim(KinematicSim.Parameters(), robot=robot)
         q = np.array(self.sim.state.q)
         soles = [p[2] for p, _ in robot.foot_poses(q).values()]
@@ -61,7 +62,7 @@ class InProcessGraph:
         self.alive = {"walk_behavior": True, "mpc_planner": True, "ik": True}
         self.supervisor = WalkSupervisor(self.supervisor_params, robot)
         self.planner = PlannerStage(robot, self.planner_params)
-        self.whole_body = WholeBodyStage(robot, WholeBodyStageParameters())
+        self.whole_body = WholeBodyStage(robot, self.whole_body_params)
         self.plan = None  # the latched walk/plan
         self.results = []
         self.stamp = ORIGIN_NS
@@ -140,7 +141,7 @@ class InProcessGraph:
             if self.plan is not None:
                 self.planner.set_plan(self.plan)
         else:
-            self.whole_body = WholeBodyStage(self.robot, WholeBodyStageParameters())
+            self.whole_body = WholeBodyStage(self.robot, self.whole_body_params)
             if self.plan is not None:
                 self.whole_body.set_plan(self.plan)
         self.alive[name] = True
@@ -232,8 +233,9 @@ def test_a_killed_walk_behavior_leaves_the_stages_finishing_the_latched_plan(tal
 def test_a_restarted_ik_keeps_the_com_over_the_stance_sole_until_the_foot_left_in_the_air_lands(talos):
     """The ik dies mid-swing (the plant holds the right foot in the air); restarted, it puts that foot down by
     a settling step while the CoM stays within safe_stop_stance_radius (+ the plant's lag) of the stance
-    sole, and only then joins the planner's references between both feet."""
-    graph = InProcessGraph(talos)
+    sole, and only then joins the planner's references between both feet. The plant here does not execute
+    the landing tail of the commands (landing_tail off), so the foot stays in the air until the restart."""
+    graph = InProcessGraph(talos, WholeBodyStageParameters(landing_tail=False))
     graph.run(1.0)
     graph.send(4, b"walk")
     graph.run(0.6 + 0.8 + 0.25)  # sway, step 1, then the swing of step 2 (the right foot)
@@ -264,3 +266,26 @@ def test_a_restarted_ik_keeps_the_com_over_the_stance_sole_until_the_foot_left_i
     goal = b"after"
     graph.send(2, goal)
     assert graph.walk_to_the_end(goal).error_code == WalkErrorCode.NONE
+
+
+@pytest.mark.parametrize("landing_tail", [True, False])
+def test_a_dead_ik_s_last_command_puts_the_swing_foot_down_with_the_landing_tail(talos, landing_tail):
+    """The ik dies mid-swing; the plant goes on executing its last trajectory (as a ros2_control
+    JointTrajectoryController holds it): with the landing tail the swing foot is on the ground 0.6 s later and
+    the stance foot has not moved; without it, the foot stays in the air."""
+    graph = InProcessGraph(talos, WholeBodyStageParameters(landing_tail=landing_tail))
+    graph.run(1.0)
+    graph.send(4, b"walk")
+    graph.run(0.6 + 0.8 + 0.25)  # the swing of step 2 (the right foot)
+    q = np.asarray(graph.sim.state.q)
+    before = talos.foot_poses(q)[talos.left_foot_frame][0]
+    assert talos.foot_poses(q)[talos.right_foot_frame][0][2] - before[2] > 0.02
+    graph.kill("ik")
+    graph.run(0.6)
+    poses = talos.foot_poses(np.asarray(graph.sim.state.q))
+    left, right = poses[talos.left_foot_frame][0], poses[talos.right_foot_frame][0]
+    assert np.linalg.norm(left - before) < 1e-3
+    if landing_tail:
+        assert abs(right[2] - left[2]) < 0.003
+    else:
+        assert right[2] - left[2] > 0.02

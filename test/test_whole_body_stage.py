@@ -11,11 +11,16 @@ from walk_mpc.core.body.gesture import GestureDof, gesture_transform, inverse_tr
 from walk_mpc.core.body.targets import foot_targets_at
 from walk_mpc.core.control.stamps import StampGuardParameters
 from walk_mpc.core.control.types import CoMReference, WalkPlan, WholeBodyStatus
-from walk_mpc.core.control.whole_body_stage import BadReference, WholeBodyStage
+from walk_mpc.core.control.whole_body_stage import (
+    LANDING_TIME,
+    BadReference,
+    WholeBodyStage,
+    WholeBodyStageParameters,
+)
 from walk_mpc.core.errors import JointNotFound, ParameterError
 from walk_mpc.core.sensors import SensorSample
 from walk_mpc.core.walk.step import Foot, Step
-from walk_mpc.core.walk.timeline import FootPose, GaitTiming, Timeline
+from walk_mpc.core.walk.timeline import FootPose, GaitTiming, PhaseKind, Timeline
 
 T = 0.02  # [s] the default control period
 T_NS = 20_000_000
@@ -118,7 +123,15 @@ def test_nothing_before_a_sample_then_resync_at_each_support_change_and_holds_wi
         changes += stance is not None and now != stance
         stance = now
         command = stage.on_reference(reference(timeline, t))
-        assert command.status == OK and command.source == "reference" and command.times == (T, 2 * T)
+        assert command.status == OK and command.source == "reference" and command.times[:2] == (T, 2 * T)
+        single = timeline.phase_at(t + 2 * T)  # the landing tail: the 2T posture held, then the foot put down
+        held_until = 2 * T + WholeBodyStageParameters().reference_timeout + 2 * T
+        if len(command.times) == 4:
+            assert single.kind is PhaseKind.SINGLE
+            assert command.times[2:] == pytest.approx((held_until, held_until + LANDING_TIME))
+            np.testing.assert_array_equal(command.positions[2], command.positions[1])
+        else:  # no tail: double support, or the swing foot still on the ground (lift-off, touchdown)
+            assert len(command.times) == 2
         np.testing.assert_allclose(command.velocities[1], (command.positions[1] - command.positions[0]) / T)
         previous = (commands[-1] if commands else hold).positions[0]
         np.testing.assert_allclose(command.velocities[0], (command.positions[1] - previous) / (2 * T))

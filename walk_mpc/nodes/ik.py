@@ -138,6 +138,9 @@ class IKNodeParameters:
             while the foot swings.
         max_settle_distance: A foot on the ground farther than this [m] from the plan's standing pose stays
             where it is (as the mpc_planner's ``resync_distance``).
+        landing_tail: Single-support commands end with the swing foot put down (see
+            :class:`WholeBodyStageParameters`): a driver holding the last trajectory when the ik dies
+            lands it.
         stabilizer: The DCM stabilizer of the stage (:class:`StabilizerParameters`).
         plan_topic, reference_topic, reference_ahead_topic, sensor_topic: Inputs (module docstring).
         trajectory_topic, commands_topic, joint_states_topic, timing_topic: Outputs (module docstring).
@@ -162,6 +165,7 @@ class IKNodeParameters:
     safe_stop_shift_duration: float = 1.0
     safe_stop_stance_radius: float = 0.03
     max_settle_distance: float = 0.1
+    landing_tail: bool = True
     stabilizer: StabilizerParameters = dataclasses.field(default_factory=StabilizerParameters)
     plan_topic: str = "walk/plan"
     reference_topic: str = "mpc/com_reference"
@@ -203,7 +207,8 @@ class IKNodeParameters:
             contact_prefixes=self.contact_prefixes, stamps=self.stamps,
             safe_stop_speedup=self.safe_stop_speedup, safe_stop_shift_duration=self.safe_stop_shift_duration,
             safe_stop_stance_radius=self.safe_stop_stance_radius,
-            max_settle_distance=self.max_settle_distance, stabilizer=self.stabilizer)
+            max_settle_distance=self.max_settle_distance, landing_tail=self.landing_tail,
+            stabilizer=self.stabilizer)
 
 
 def read_parameters(node: Node) -> IKNodeParameters:

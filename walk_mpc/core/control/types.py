@@ -140,13 +140,15 @@ class CoMReference:
 
 @dataclasses.dataclass(frozen=True)
 class JointCommand:
-    """The whole-body stage's command of one tick: two trajectory points (arrays read-only).
+    """The whole-body stage's command of one tick: two trajectory points, and in single support two more, the
+    landing tail (arrays read-only).
 
     Attributes:
         stamp_ns: Stamp [ns] the point times are relative to (the tick's sample).
-        times: Times [s] after the stamp of the two points (T, 2T).
-        positions: Joint positions [rad], shape (2, n), in the stage's joint order.
-        velocities: Joint velocities [rad/s], shape (2, n).
+        times: Times [s] after the stamp of the points (T, 2T; with a landing tail, the end of the hold of
+            the second point and the planned touchdown).
+        positions: Joint positions [rad], shape (2 or 4, n), in the stage's joint order.
+        velocities: Joint velocities [rad/s], shape (2 or 4, n).
         status: :class:`WholeBodyStatus` of the tick (OK; SAFE_STOP: a tick of a safe stop; else a hold of
             the last command).
         source: ``"reference"`` (ticked by a CoM reference) or ``"sensor"`` (by a sample, no references:
@@ -156,7 +158,7 @@ class JointCommand:
     """
 
     stamp_ns: int
-    times: tuple[float, float]
+    times: tuple[float, ...]
     positions: np.ndarray
     velocities: np.ndarray
     status: WholeBodyStatus = WholeBodyStatus.OK
@@ -166,12 +168,14 @@ class JointCommand:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "times", tuple(float(t) for t in self.times))
+        if len(self.times) not in (2, 4):
+            raise ShapeError("times", (len(self.times),), (2,))
         n = np.shape(self.positions)[-1] if np.ndim(self.positions) == 2 else -1
         for name in ("positions", "velocities"):
             try:
-                object.__setattr__(self, name, _frozen(getattr(self, name), (2, n)))
+                object.__setattr__(self, name, _frozen(getattr(self, name), (len(self.times), n)))
             except ShapeError:
-                raise ShapeError(name, np.shape(getattr(self, name)), (2, n)) from None
+                raise ShapeError(name, np.shape(getattr(self, name)), (len(self.times), n)) from None
 
     @property
     def held(self) -> bool:

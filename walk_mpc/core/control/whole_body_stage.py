@@ -156,6 +156,7 @@ SETTLE_DISTANCE = 0.002  # [m] a foot this far from its standing target settles 
 SETTLE_HEIGHT = 0.03  # [m] arc of a settling foot that moves sideways
 SETTLE_RELEASE = 0.5  # [s] after a settling step, the CoM joins the references over this time
 SETTLE_LIFT = 0.01  # [m] a settling foot this far above its target is in the air (carries no weight)
+LANDING_TIME = 0.3  # [s] the landing tail puts the swing foot down in this time after its hold
 
 
 class TickSource(str, enum.Enum):
@@ -199,6 +200,13 @@ class WholeBodyStageParameters:
         stabilizer: The DCM stabilizer (:mod:`~walk_mpc.core.control.stabilizer`): it observes every
             sample and offsets the targets of the reference-driven ticks (bipeds); disabled, the commands
             are bit for bit those of the stage without it.
+        landing_tail: Walking commands in single support carry two more points: the second point held until
+            ``reference_timeout`` + 2 control periods after it (time for this stage's own safe stop to take
+            over when only the references stop), then, ``LANDING_TIME`` later, that posture with the swing
+            foot put down vertically on its ground (one more IK solve per tick, from the second solution). A
+            driver that holds the last trajectory when the commands stop (a dead ik) then stands on both feet
+            instead of freezing on one; while commands flow, each replaces the trajectory before its second
+            point, so the tail is never reached. False: two points.
     """
 
     solver: IKSolver.Parameters = dataclasses.field(default_factory=IKSolver.Parameters)
@@ -218,6 +226,7 @@ class WholeBodyStageParameters:
     safe_stop_stance_radius: float = 0.03
     max_settle_distance: float = 0.1
     stabilizer: StabilizerParameters = dataclasses.field(default_factory=StabilizerParameters)
+    landing_tail: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "joint_names", tuple(self.joint_names))
@@ -242,6 +251,8 @@ class WholeBodyStageParameters:
         check_positive("max_settle_distance", self.max_settle_distance)
         if not isinstance(self.solve_ahead, bool):
             raise ParameterError("solve_ahead", self.solve_ahead, "true or false")
+        if not isinstance(self.landing_tail, bool):
+            raise ParameterError("landing_tail", self.landing_tail, "true or false")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1392,8 +1403,63 @@ class WholeBodyStage:
         previous = self._command
         velocities = [(positions[1] - previous) / times[1],
                       (positions[1] - positions[0]) / (times[1] - times[0])]
-        return positions, JointCommand(now, tuple(times), positions, velocities, WholeBodyStatus.OK,
-                                       source.value, first.solve_time + second.solve_time)
+        tail = self._landing_tail(now, times, second) if source is TickSource.REFERENCE else None
+        if tail is None:
+            return positions, JointCommand(now, tuple(times), positions, velocities, WholeBodyStatus.OK,
+                                           source.value, first.solve_time + second.solve_time)
+        zero = np.zeros_like(tail[2])
+        command = JointCommand(now, (*times, tail[0], tail[1]), [*positions, positions[1], tail[2]],
+                               [*velocities, zero, zero], WholeBodyStatus.OK, source.value,
+                               first.solve_time + second.solve_time)
+        return positions, command
+
+    def _landing_tail(self, now: int, times, second: IKResult) -> Optional[tuple]:
+        """``(end of the hold, landing [s after now], positions)`` of the landing tail of a walking command
+        whose second point is in single support with the swing foot above the ground (see ``landing_tail``),
+        or None (also when the IK does not converge)."""
+        if not self.params.landing_tail or not self.robot.is_biped:
+            return None
+        t = self._plan_time(now)
+        if not self._walking_at(t):
+            return None
+        phase = self._timeline.phase_at(t + times[-1])
+        if phase.kind is not PhaseKind.SINGLE:
+            return None
+        hold = times[-1] + self.params.reference_timeout + 2.0 * self.params.control_period
+        positions = self._landing_posture(phase, t + times[-1], second)
+        return None if positions is None else (hold, hold + LANDING_TIME, positions)
+
+    def _landing_posture(self, phase, t: float, second: IKResult) -> Optional[np.ndarray]:
+        """Commanded positions of ``second``'s posture with the swing foot of ``phase`` put down vertically
+        on its planned ground, flat, at its yaw; the stance foot, the CoM and the torso where they are (the
+        least change: the driver interpolates the joints linearly to it). None when the foot is on the
+        ground already or the IK does not converge."""
+        swing = self._feet[phase.swing_foot]
+        poses = self.robot.foot_poses(second.q)
+        position, rotation = poses[swing]
+        ground = phase.foot(phase.swing_foot).position[2]
+        if position[2] - ground < SETTLE_LIFT / 2.0:
+            return None
+        try:
+            template = walk_targets(self._timeline, t, self.robot.com(second.q), self._torso_tilt)
+            def frame(key):  # the targets name the feet by Foot or by frame
+                return self._feet[key] if isinstance(key, Foot) else key
+
+            positions = {key: poses[frame(key)][0] for key in template.foot_positions}
+            rotations = {key: poses[frame(key)][1] for key in template.foot_rotations}
+            key = next(k for k in positions if frame(k) == swing)
+            positions[key] = np.array([position[0], position[1], ground])
+            if key in rotations:
+                rotations[key] = rotation_z(yaw_of(rotation))
+            targets = dataclasses.replace(template, foot_positions=positions, foot_rotations=rotations)
+            result = self.solver.solve(targets, second.q)
+        except WalkMpcError as exc:
+            self.log.debug(f"no landing tail at t = {t:.3f} s: {exc}")
+            return None
+        if not result.success:
+            self.log.debug(f"no landing tail at t = {t:.3f} s: {result.message}")
+            return None
+        return self._positions(result.q)
 
     def _correct_support(self, t: float, sample: tuple) -> bool:
         """The shared support-foot correction policy on this tick's sample; True if it corrected."""
