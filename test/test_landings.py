@@ -54,8 +54,8 @@ def test_a_robot_frozen_mid_walk_is_never_a_successful_walk(talos):
     assert result.error_code == WalkErrorCode.LANDING_NOT_MEASURED
     # the last command's landing tail puts the left foot down where it was (step 1, short of its step), the
     # feet never leave the ground again (steps 2 and 3)
-    expected = ("the steps ran out by the clock, but no lift-off seen in the contact forces for steps [2, 3]; "
-                "landed beyond tolerance (0.030 m): step 1 0.")
+    expected = ("the steps ran out by the clock, but no lift-off seen in the contact forces for steps "
+                "[2, 3]; landed beyond tolerance (0.030 m): step 1 0.")
     assert result.error_msg.startswith(expected), result.error_msg
 
 
