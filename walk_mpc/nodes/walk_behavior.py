@@ -150,6 +150,7 @@ from walk_mpc.nodes._common import (
 from walk_mpc.nodes.conversions import (
     foot_pose_to_msg,
     plan_to_msg,
+    quaternion_yaw,
     sensor_sample_from_msg,
     stamp_ns,
     step_to_msg,
@@ -630,8 +631,7 @@ class WalkBehaviorNode(GraphNode):
                 norm = q.x * q.x + q.y * q.y + q.z * q.z + q.w * q.w
                 if not math.isfinite(norm) or norm < 1e-12:
                     raise InputError("goal pose orientation", (q.x, q.y, q.z, q.w), "a finite quaternion")
-                yaw = math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
-                return self._supervisor.goal_pose(p.x, p.y, yaw, self._steady_ns())
+                return self._supervisor.goal_pose(p.x, p.y, quaternion_yaw(q), self._steady_ns())
             except InputError as exc:
                 self.get_logger().warning(f"goal pose rejected: {exc}", throttle_duration_sec=WARNING_PERIOD)
                 return SupervisorOutput()
