@@ -1442,15 +1442,11 @@ class WholeBodyStage:
             return None
         try:
             template = walk_targets(self._timeline, t, self.robot.com(second.q), self._torso_tilt)
-            def frame(key):  # the targets name the feet by Foot or by frame
-                return self._feet[key] if isinstance(key, Foot) else key
-
-            positions = {key: poses[frame(key)][0] for key in template.foot_positions}
-            rotations = {key: poses[frame(key)][1] for key in template.foot_rotations}
-            key = next(k for k in positions if frame(k) == swing)
-            positions[key] = np.array([position[0], position[1], ground])
-            if key in rotations:
-                rotations[key] = rotation_z(yaw_of(rotation))
+            # the walking targets name the feet by Foot: every foot where it is, the swing one put down
+            positions = {foot: poses[self._feet[foot]][0] for foot in template.foot_positions}
+            rotations = {foot: poses[self._feet[foot]][1] for foot in template.foot_rotations}
+            positions[phase.swing_foot] = np.array([position[0], position[1], ground])
+            rotations[phase.swing_foot] = rotation_z(yaw_of(rotation))
             targets = dataclasses.replace(template, foot_positions=positions, foot_rotations=rotations)
             result = self.solver.solve(targets, second.q)
         except WalkMpcError as exc:
