@@ -114,9 +114,10 @@ class Bringup:
 
     def __exit__(self, *exc) -> None:
         self.executor.shutdown(timeout_sec=5.0)
-        for node in self.nodes:
-            _destroy(node)
-        self._thread.join(timeout=5.0)
+        self._thread.join(timeout=5.0)  # no entity is destroyed while a thread spins it (issue 21)
+        if not self._thread.is_alive():
+            for node in self.nodes:
+                _destroy(node)
 
 
 def main(args: Optional[Sequence[str]] = None) -> int:
