@@ -84,8 +84,8 @@ def node_ticks(timeline: Timeline, repeats: int) -> None:
     import rclpy
 
     from walk_mpc.msg import ComReference
-    from walk_mpc.nodes.conversions import plan_to_msg, point
-    from walk_mpc.nodes.ik import IKNode, IKNodeParameters, time_msg
+    from walk_mpc.nodes.conversions import plan_to_msg, point, time_msg
+    from walk_mpc.nodes.ik import IKNode, IKNodeParameters
 
     context = rclpy.Context()
     rclpy.init(context=context)

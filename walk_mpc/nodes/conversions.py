@@ -7,6 +7,7 @@ import math
 from typing import Iterable, List, Sequence, Tuple
 
 import numpy as np
+from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Point, Pose, Quaternion, Vector3
 
 from walk_mpc.core.control.types import WalkPlan
@@ -112,6 +113,12 @@ def timeline_from_msg(msg: FootstepPlan) -> Timeline:
                      msg.right_start_yaw)
     timing = GaitTiming(msg.sway_duration, msg.double_support_duration, msg.catch_duration)
     return Timeline(left, right, steps_from_msgs(msg.steps), timing)
+
+
+def time_msg(ns: int) -> Time:
+    """builtin_interfaces/Time of a stamp in integer nanoseconds (clamped at 0)."""
+    ns = max(0, int(ns))
+    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
 
 def stamp_ns(stamp) -> int:

@@ -87,8 +87,8 @@ from walk_mpc.nodes._common import (
     run,
     stream_input_qos,
 )
-from walk_mpc.nodes.conversions import plan_from_msg, sensor_sample_from_msg, stamp_ns
-from walk_mpc.nodes.joint_messages import JointMessages, com_reference_from_msg, time_msg
+from walk_mpc.nodes.conversions import plan_from_msg, sensor_sample_from_msg, stamp_ns, time_msg
+from walk_mpc.nodes.joint_messages import JointMessages, com_reference_from_msg
 from walk_mpc.srv import ExecGesture, SetGestureEffect
 
 #: ``TickTiming.status`` values of ``ik/timing`` (:class:`WholeBodyStatus`).

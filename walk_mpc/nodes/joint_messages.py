@@ -7,7 +7,7 @@ import array
 from typing import Optional, Sequence, Union
 
 import numpy as np
-from builtin_interfaces.msg import Duration, Time
+from builtin_interfaces.msg import Duration
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -15,18 +15,13 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from walk_mpc.core.control.types import NS_PER_S, CoMReference, JointCommand
 from walk_mpc.core.control.whole_body_stage import BadReference
 from walk_mpc.msg import ComReference
-from walk_mpc.nodes.conversions import stamp_ns
+from walk_mpc.nodes.conversions import stamp_ns, time_msg
 
 
 def duration_msg(seconds: float) -> Duration:
     """Duration message of ``seconds`` >= 0."""
     total = int(round(seconds * 1e9))
     return Duration(sec=total // NS_PER_S, nanosec=total % NS_PER_S)
-
-
-def time_msg(ns: int) -> Time:
-    """builtin_interfaces Time of integer nanoseconds."""
-    return Time(sec=ns // NS_PER_S, nanosec=ns % NS_PER_S)
 
 
 def doubles(values: np.ndarray) -> array.array:
@@ -87,4 +82,4 @@ class JointMessages:
         return trajectory, Float64MultiArray(data=points[0]), state
 
 
-__all__ = ["JointMessages", "com_reference_from_msg", "doubles", "duration_msg", "time_msg"]
+__all__ = ["JointMessages", "com_reference_from_msg", "doubles", "duration_msg"]

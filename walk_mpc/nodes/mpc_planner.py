@@ -65,7 +65,14 @@ from walk_mpc.nodes._common import (
     run,
     stream_input_qos,
 )
-from walk_mpc.nodes.conversions import plan_from_msg, point, sensor_sample_from_msg, stamp_ns, vector3
+from walk_mpc.nodes.conversions import (
+    plan_from_msg,
+    point,
+    sensor_sample_from_msg,
+    stamp_ns,
+    time_msg,
+    vector3,
+)
 from walk_mpc.nodes.planner_visuals import PlannerVisuals
 
 NODE_NAME = "mpc_planner"
@@ -168,11 +175,6 @@ class MpcPlannerNodeParameters:
                                       prepare_ahead=self.prepare_ahead, sensor_timeout=self.sensor_timeout,
                                       max_com_distance=self.max_com_distance,
                                       resync_distance=self.resync_distance, resync_time=self.resync_time)
-
-
-def time_msg(ns: int) -> Time:
-    """builtin_interfaces Time of integer nanoseconds."""
-    return Time(sec=ns // _NS, nanosec=ns % _NS)
 
 
 class MpcPlannerNode(GraphNode):

@@ -105,7 +105,6 @@ import threading
 import time
 from typing import Callable, Dict, Optional, Sequence, Tuple
 
-from builtin_interfaces.msg import Time
 from geometry_msgs.msg import PoseStamped, Twist
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
@@ -155,6 +154,7 @@ from walk_mpc.nodes.conversions import (
     stamp_ns,
     step_to_msg,
     steps_from_msgs,
+    time_msg,
 )
 from walk_mpc.srv import QueueSteps
 
@@ -166,7 +166,6 @@ WARNING_PERIOD = 1.0
 #: History of the action feedback publisher [messages] (2 s at 50 Hz: slow clients lose nothing).
 FEEDBACK_DEPTH = 100
 
-_NS = 1_000_000_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -319,12 +318,6 @@ class _Goal:
         return self.key.hex()[:8]
 
 
-def stamp_msg(stamp_ns: int) -> Time:
-    """builtin_interfaces/Time of a stamp in integer nanoseconds (clamped at 0)."""
-    stamp_ns = max(0, int(stamp_ns))
-    return Time(sec=stamp_ns // _NS, nanosec=stamp_ns % _NS)
-
-
 def feedback_to_msg(status: WalkStatus) -> WalkFeedback:
     """WalkFeedback message of a core status (at most NUM_REQUIRED_WALK_STEPS queued steps)."""
     msg = WalkFeedback()
@@ -470,7 +463,7 @@ class WalkBehaviorNode(GraphNode):
             self._finish(result)
         if output.plan is not None:
             plan = output.plan
-            stamp = stamp_msg(plan.stamp_ns)
+            stamp = time_msg(plan.stamp_ns)
             self._plan_pub.publish(plan_to_msg(plan.timeline, plan.plan_id, plan.walking, stamp))
         if output.status is not None:
             self._publish_tick(output.status)
