@@ -20,6 +20,7 @@ import dataclasses
 import math
 import signal
 import threading
+import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
@@ -414,8 +415,16 @@ class GraphClient:
                 on_feedback(fb)
 
         try:
-            outcome = send_walk(self.node, steps, plan_complete, collect, server_timeout=30.0,
-                                result_timeout=timeout, cancel=cancel, client=self.action_client)
+            deadline = time.monotonic() + STARTUP_TIMEOUT
+            while True:
+                outcome = send_walk(self.node, steps, plan_complete, collect, server_timeout=30.0,
+                                    result_timeout=timeout, cancel=cancel, client=self.action_client)
+                # The walk_behavior discovers each node on its own, possibly after this client: a goal it
+                # refuses for a link it has not heard yet is sent again, paced by its walk/status.
+                if "received yet: is the" not in outcome.error_msg or time.monotonic() > deadline:
+                    break
+                pace = len(self.statuses) + 10
+                self.wait_until(lambda: len(self.statuses) >= pace, "walk/status after a refusal", 10.0)  # noqa: B023
         except TimeoutError as exc:
             error = self.spin_error
             spinning = "" if error is None else f" (test client stopped spinning: {error!r})"
