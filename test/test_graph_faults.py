@@ -79,16 +79,7 @@ def restart_and_walk(client: GraphClient, control: ProcessControl, node: str) ->
         plans = len(client.plans)
         client.wait_until(lambda: len(client.plans) > plans, "the restarted walk_behavior's plan",
                           STARTUP_TIMEOUT)
-    # The walk_behavior refuses goals until it hears the restarted node itself ("is the ik running?"): each
-    # participant discovers the new process on its own, the walk_behavior possibly after this client. Retry
-    # on that refusal only, paced by the walk_behavior's own status messages.
-    deadline = time.monotonic() + STARTUP_TIMEOUT
-    while True:
-        outcome, _ = client.walk(client.forward_steps(2))
-        if outcome.succeeded or "running?" not in outcome.error_msg or time.monotonic() > deadline:
-            break
-        pace = len(client.statuses) + 10
-        client.wait_until(lambda: len(client.statuses) >= pace, "walk/status after a refusal", 10.0)  # noqa: B023
+    outcome = client.walk_after_restart(client.forward_steps(2))
     assert outcome.succeeded, f"{outcome}\n{control.diagnose()}"
     assert outcome.last_completed_step_index == 2, outcome
     assert not control.exited(), control.diagnose()
