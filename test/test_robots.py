@@ -9,7 +9,7 @@ import pytest
 
 from walk_mpc.core.body.robot import RobotModel, load_robot_description, robot_names, yaw_of
 from walk_mpc.core.control.closed_loop import ClosedLoopWalk
-from walk_mpc.core.errors import ConfigError, ModelError, ParameterError
+from walk_mpc.core.errors import ConfigError, FrameNotFound, ModelError, ParameterError
 from walk_mpc.core.mpc.planner import PlannerParameters
 from walk_mpc.core.mpc.preview import SoleParameters
 from walk_mpc.core.mpc.problem import MpcParameters
@@ -136,6 +136,179 @@ def test_a_robot_written_here_stands_in_mujoco_with_its_gains(toy):
     assert not any(s.fallen for s in states)
     assert states[-1].in_contact == (True, True)
     assert sim.sensor_sample().contact.sum() == pytest.approx(toy.mass * 9.81, rel=0.02)
+
+
+# ---------------------------------------------------------------------------------------------- from an MJCF
+
+
+def _mjcf_inertial(mass: float, com_z: float, size) -> str:
+    x, y, z = size
+    diagonal = " ".join(f"{mass * (b * b + c * c) / 12.0:.6f}" for b, c in ((y, z), (x, z), (x, y)))
+    return f'<inertial pos="0 0 {com_z}" mass="{mass}" diaginertia="{diagonal}"/>'
+
+
+def toy_biped_mjcf(free_joint: bool = True) -> str:
+    """toy_biped_urdf as an MJCF: the same bodies, joints and inertias, sole sites 5 cm below the ankles; plus
+    what a description for MuJoCo carries and the simulator replaces (a floor, a collision box per foot, a
+    site named 'imu', a motor, a sensor, a keyframe)."""
+    parts = ['<mujoco model="toy">', '<compiler angle="radian" autolimits="true"/>', "<worldbody>",
+             '<geom name="floor" type="plane" size="5 5 0.1"/>', '<body name="pelvis" pos="0 0 0.7">',
+             '<freejoint name="root"/>' if free_joint else "", _mjcf_inertial(16.0, 0.15, (0.2, 0.3, 0.4)),
+             '<site name="imu" pos="0 0 0.1"/>']
+    for side, y in (("l", 0.09), ("r", -0.09)):
+        chain = [("hip_yaw", f"0 {y} -0.05", "0 0 1", 1.0, 0.0), ("hip_roll", "0 0 0", "1 0 0", 1.0, 0.0),
+                 ("hip_pitch", "0 0 0", "0 1 0", 3.0, -0.15), ("knee", "0 0 -0.3", "0 1 0", 2.0, -0.15),
+                 ("ankle_pitch", "0 0 -0.3", "0 1 0", 0.5, 0.0), ("ankle_roll", "0 0 0", "1 0 0", 1.0, -0.03)]
+        for joint, pos, axis, mass, com_z in chain:
+            size = (0.2, 0.1, 0.04) if joint == "ankle_roll" else (0.08, 0.08, 0.3 if com_z else 0.08)
+            parts += [f'<body name="{side}_{joint}_link" pos="{pos}">',
+                      f'<joint name="{side}_{joint}" axis="{axis}" range="-2 2" '
+                      'actuatorfrcrange="-300 300"/>',
+                      _mjcf_inertial(mass, com_z, size)]
+        parts += [f'<geom name="{side}_foot" type="box" size="0.1 0.05 0.02" pos="0 0 -0.03" mass="0"/>',
+                  f'<site name="{side}_sole" pos="0 0 -0.05"/>', "</body>" * len(chain)]
+    parts += ["</body>", "</worldbody>", '<actuator><motor name="l_knee" joint="l_knee"/></actuator>',
+              '<sensor><jointpos name="knee" joint="l_knee"/></sensor>']
+    if free_joint:
+        parts.append('<keyframe><key name="home" qpos="0 0 0.7 1 0 0 0' + " 0" * 12 + '"/></keyframe>')
+    parts.append("</mujoco>")
+    return "\n".join(parts)
+
+
+TOY_MJCF_YAML = TOY_YAML.replace("urdf: toy.urdf ", "mjcf: toy.xml  ").replace(
+    "{frame: l_sole, parent: l_ankle_roll_link, position: [0.0, 0.0, -0.05]}", "{frame: l_sole}").replace(
+    "{frame: r_sole, parent: r_ankle_roll_link, position: [0.0, 0.0, -0.05]}", "{frame: r_sole}")
+
+
+@pytest.fixture(scope="module")
+def toy_mjcf(tmp_path_factory) -> RobotModel:
+    directory = tmp_path_factory.mktemp("toy_mjcf")
+    (directory / "toy.xml").write_text(toy_biped_mjcf())
+    (directory / "toy.yaml").write_text(TOY_MJCF_YAML)
+    return RobotModel(RobotModel.Parameters(robot=str(directory / "toy.yaml")))
+
+
+def test_the_mjcf_yaml_differs_from_the_urdf_one_only_by_its_description():
+    assert "mjcf: toy.xml" in TOY_MJCF_YAML and "urdf" not in TOY_MJCF_YAML
+    assert "left_foot: {frame: l_sole}" in TOY_MJCF_YAML  # a site of the MJCF: nothing to add
+
+
+@pytest.mark.parametrize("free_joint", [True, False])
+def test_a_robot_from_an_mjcf_has_the_kinematic_model_of_the_same_urdf(toy, free_joint, tmp_path):
+    (tmp_path / "toy.xml").write_text(toy_biped_mjcf(free_joint))
+    (tmp_path / "toy.yaml").write_text(TOY_MJCF_YAML)
+    robot = RobotModel(RobotModel.Parameters(robot=str(tmp_path / "toy.yaml")))
+    assert robot.description_format == "mjcf" and robot.urdf_path is None
+    assert robot.nq == toy.nq and robot.joint_names == toy.joint_names
+    assert robot.mass == pytest.approx(toy.mass, abs=1e-9)
+    assert robot.foot_frames == ("l_sole", "r_sole")
+    q = robot.reference_configuration()
+    np.testing.assert_allclose(q, toy.reference_configuration(), atol=1e-9)
+    for frame, (position, rotation) in robot.foot_poses(q).items():
+        np.testing.assert_allclose(position, toy.foot_poses(q)[frame][0], atol=1e-9)
+        np.testing.assert_allclose(rotation, toy.foot_poses(q)[frame][1], atol=1e-9)
+    assert robot.standing_com_height() == pytest.approx(toy.standing_com_height(), abs=1e-9)
+    assert robot.leg_length() == pytest.approx(toy.leg_length(), abs=1e-9)
+    np.testing.assert_allclose(robot.lower_limits(), toy.lower_limits())
+    assert robot.planner_sole() == toy.planner_sole() and robot.step_limits() == toy.step_limits()
+    assert robot.servo_gains("l_knee") == (3000.0, 30.0, 0.0)
+
+
+def test_a_bare_mjcf_path_loads_too(tmp_path):
+    (tmp_path / "toy.xml").write_text(toy_biped_mjcf())
+    robot = RobotModel(RobotModel.Parameters(robot=str(tmp_path / "toy.xml"), left_foot_frame="l_sole",
+                                             right_foot_frame="r_sole"))
+    assert robot.name == "toy" and robot.is_biped and len(robot.joint_names) == 12
+
+
+def test_a_robot_from_an_mjcf_stands_in_mujoco_on_its_sole_boxes_with_its_gains(toy_mjcf):
+    pytest.importorskip("mujoco")
+    from walk_mpc.core.sim.mujoco import MujocoSim
+
+    sim = MujocoSim(KinematicSim.Parameters(robot=toy_mjcf.params), robot=toy_mjcf)
+    m = sim.model
+    assert m.nu == 12 and m.nkey == 0  # the simulator's servos only: the MJCF's motor and keyframe are gone
+    knee = m.actuator("l_knee").id
+    assert m.actuator_gainprm[knee][0] == 3000.0
+    assert m.dof_armature[m.jnt_dofadr[m.joint("l_knee").id]] == pytest.approx(0.01)
+    assert m.njnt == 13 and m.joint("root").type == 0  # its own free joint, no second one
+    assert m.site("mjcf_imu").id >= 0 and m.geom("mjcf_floor").conaffinity == 0  # renamed, not colliding
+    states = [sim.step() for _ in range(100)]
+    assert not any(s.fallen for s in states)
+    assert states[-1].in_contact == (True, True)
+    assert sim.sensor_sample().contact.sum() == pytest.approx(toy_mjcf.mass * 9.81, rel=0.02)
+    np.testing.assert_allclose(states[-1].q[7:], toy_mjcf.reference_configuration()[7:], atol=0.01)
+
+
+def test_mujoco_sole_sites_sit_on_the_pinocchio_soles_when_a_joint_is_away_from_its_body_origin(tmp_path):
+    pytest.importorskip("mujoco")
+    from walk_mpc.core.sim.mujoco import MujocoSim
+
+    (tmp_path / "toy.xml").write_text(toy_biped_mjcf().replace(  # pinocchio's joint frame moves, the body not
+        '<joint name="l_ankle_roll" axis', '<joint name="l_ankle_roll" pos="0.02 0 0.03" axis'))
+    (tmp_path / "toy.yaml").write_text(TOY_MJCF_YAML)
+    robot = RobotModel(RobotModel.Parameters(robot=str(tmp_path / "toy.yaml")))
+    sim = MujocoSim(KinematicSim.Parameters(robot=robot.params), robot=robot)
+    soles = robot.foot_poses(sim.configuration())
+    for foot, frame in (("left_foot", "l_sole"), ("right_foot", "r_sole")):
+        np.testing.assert_allclose(sim.data.site_xpos[sim.model.site(f"{foot}_sole").id], soles[frame][0],
+                                   atol=1e-9)
+
+
+def test_a_robot_from_an_mjcf_walks_four_steps_in_mujoco(toy_mjcf):
+    pytest.importorskip("mujoco")
+    from walk_mpc.core.sim.mujoco import MujocoSim
+
+    sim = MujocoSim(KinematicSim.Parameters(robot=toy_mjcf.params), robot=toy_mjcf)
+    outcome = ClosedLoopWalk(toy_mjcf, sim, straight_timeline(toy_mjcf, 4, 0.1),
+                             planner_parameters(toy_mjcf)).run()
+    assert_walked(outcome, 4)
+
+
+@pytest.mark.parametrize("offset", ["", 'pos="0.02 0 0.03" '])
+def test_robot_description_of_an_mjcf_robot_is_a_urdf_of_its_link_tree(tmp_path, offset):
+    from walk_mpc.core.body.frames import RobotFrames
+
+    (tmp_path / "toy.xml").write_text(toy_biped_mjcf().replace(  # with a joint away from its body's origin
+        '<joint name="l_ankle_roll" axis', f'<joint name="l_ankle_roll" {offset}axis'))
+    (tmp_path / "toy.yaml").write_text(TOY_MJCF_YAML)
+    robot = RobotModel(RobotModel.Parameters(robot=str(tmp_path / "toy.yaml")))
+    (tmp_path / "described.urdf").write_text(RobotFrames(robot=robot).description())  # robot_description
+    described = RobotModel(RobotModel.Parameters(robot=str(tmp_path / "described.urdf")))
+    assert described.joint_names == robot.joint_names
+    q = robot.reference_configuration()
+    q[7:] += 0.1
+    poses, urdf_poses = RobotFrames(robot=robot).link_poses(q), RobotFrames(robot=described).link_poses(q)
+    assert len(poses) == 13 and set(poses) <= set(urdf_poses)  # the TF tree's links
+    for link, (position, rotation) in poses.items():
+        np.testing.assert_allclose(urdf_poses[link][0], position, atol=1e-12)
+        np.testing.assert_allclose(urdf_poses[link][1], rotation, atol=1e-12)
+
+
+def test_mjcf_description_errors_name_the_value_and_what_was_expected(tmp_path):
+    (tmp_path / "toy.xml").write_text(toy_biped_mjcf())
+    both = TOY_MJCF_YAML.replace("mjcf: toy.xml", "urdf: toy.urdf\nmjcf: toy.xml")
+    (tmp_path / "both.yaml").write_text(both)
+    with pytest.raises(ParameterError, match="'mjcf' = 'toy.xml'.*urdf = 'toy.urdf'"):
+        load_robot_description(tmp_path / "both.yaml")
+    (tmp_path / "neither.yaml").write_text(TOY_MJCF_YAML.replace("mjcf: toy.xml", ""))
+    with pytest.raises(ParameterError, match="'urdf' = ''.*'urdf' .* or 'mjcf'"):
+        load_robot_description(tmp_path / "neither.yaml")
+    (tmp_path / "missing.yaml").write_text(TOY_MJCF_YAML.replace("mjcf: toy.xml", "mjcf: missing.xml"))
+    with pytest.raises(ModelError, match="mjcf = 'missing.xml' of robot 'toy'.*expected an existing MJCF"):
+        RobotModel(RobotModel.Parameters(robot=str(tmp_path / "missing.yaml")))
+    (tmp_path / "frame.yaml").write_text(TOY_MJCF_YAML.replace("{frame: l_sole}", "{frame: l_foot_sole}"))
+    with pytest.raises(FrameNotFound, match="'l_foot_sole' .left_foot.frame of 'toy': a frame of toy.xml "
+                                            ".an MJCF site or body., or give left_foot.parent") as info:
+        RobotModel(RobotModel.Parameters(robot=str(tmp_path / "frame.yaml")))
+    assert "l_sole" in info.value.frames
+    (tmp_path / "parent.yaml").write_text(TOY_MJCF_YAML.replace(
+        "{frame: l_sole}", "{frame: l_heel, parent: l_ankle, position: [-0.1, 0.0, -0.05]}"))
+    with pytest.raises(FrameNotFound, match="'l_ankle' .left_foot.parent of 'toy'"):
+        RobotModel(RobotModel.Parameters(robot=str(tmp_path / "parent.yaml")))
+    (tmp_path / "broken.xml").write_text("<mujoco><worldbody><body name='a'>")
+    with pytest.raises(ModelError, match="cannot build a model from MJCF"):
+        RobotModel(RobotModel.Parameters(robot=str(tmp_path / "broken.xml")))
 
 
 def test_description_errors_name_the_key_and_what_was_expected(tmp_path):

@@ -133,12 +133,15 @@ class FrameNotFound(ModelError, KeyError):
     Attributes:
         name: The unknown frame name.
         frames: The valid frame names.
+        context: Where the name came from and what it should be ('' = not said).
     """
 
-    def __init__(self, name: str, frames: Iterable[str]) -> None:
+    def __init__(self, name: str, frames: Iterable[str], context: str = "") -> None:
         self.name = name
         self.frames = list(frames)
-        super().__init__(f"frame '{name}' not found in the robot model; valid frames: {self.frames}")
+        self.context = context
+        what = f" ({context})" if context else ""
+        super().__init__(f"frame '{name}'{what} not found in the robot model; valid frames: {self.frames}")
 
     def __str__(self) -> str:  # KeyError would otherwise quote the message
         return self.args[0]

@@ -31,12 +31,16 @@ import pinocchio as pin
 from scipy.spatial.transform import Rotation
 
 from walk_mpc.core.body.robot import RobotModel, robot_data_directories
-from walk_mpc.core.errors import FrameNotFound, ParameterError
+from walk_mpc.core.errors import FrameNotFound, ModelError, ParameterError
 from walk_mpc.core.params import check_choice
 from walk_mpc.core.sensors import SensorSample, check_sample
 
 #: Values of ``RobotFrames.Parameters.mesh_uris``.
 MESH_URIS = ("file", "package")
+
+#: Effort [N m] and velocity [rad/s] limits written to :meth:`RobotFrames.kinematic_urdf` for a joint without
+#: (a URDF cannot say infinite).
+UNLIMITED = 1e9
 
 _FRAME_NAME = re.compile(r"^[A-Za-z0-9_/.\-]*$")
 _PACKAGE_URI = re.compile(r'package://([^/"\s]+)/([^"\s<]*)')
@@ -323,13 +327,82 @@ class RobotFrames:
         self._last = None
 
     def description(self) -> str:
-        """The URDF text for ``robot_description`` (mesh URIs per ``mesh_uris``), read once."""
+        """The URDF text for ``robot_description`` (mesh URIs per ``mesh_uris``), read once; for a robot
+        described by an MJCF, a URDF of its kinematic tree (:meth:`kinematic_urdf`: links and joints, no
+        visuals)."""
+        if self._description is None and self.robot.urdf_path is None:
+            self._description = self.kinematic_urdf()
         if self._description is None:
             text = Path(self.robot.urdf_path).read_text()
             if self.params.mesh_uris == "file":
                 text = _PACKAGE_URI.sub(_file_uri, text)
             self._description = text
         return self._description
+
+
+    def kinematic_urdf(self) -> str:
+        """A URDF of the model's link tree: one link per body frame (:attr:`link_names`, so the TF tree and
+        the description agree), its joints at the neutral configuration, no inertia and no geometry.
+
+        Raises:
+            ModelError: A joint type a URDF cannot hold (only revolute, continuous and prismatic ones).
+        """
+        model, robot = self.robot.model, self.robot
+        data = model.createData()
+        pin.framesForwardKinematics(model, data, robot.neutral_configuration())
+        frames = model.frames
+
+        def origin(placement: pin.SE3) -> str:
+            xyz = " ".join(f"{v:.9g}" for v in placement.translation)
+            rpy = " ".join(f"{v:.9g}" for v in pin.rpy.matrixToRpy(placement.rotation))
+            return f'<origin xyz="{xyz}" rpy="{rpy}"/>'
+
+        links = [f'<link name="{frames[i].name}"/>' for i in self._link_ids]
+        joints = []
+        for parent, child in self._edges:
+            p_frame, c_frame = frames[parent], frames[child]
+            names = (frames[parent].name, frames[child].name)
+            if c_frame.parentJoint == p_frame.parentJoint:  # rigidly attached: a fixed joint
+                joints.append(f'<joint name="{names[0]}_to_{names[1]}" type="fixed">'
+                              f'<parent link="{names[0]}"/><child link="{names[1]}"/>'
+                              f'{origin(data.oMf[parent].actInv(data.oMf[child]))}</joint>')
+                continue
+            j = c_frame.parentJoint
+            joint = model.joints[j]
+            kind, axis = _urdf_joint(joint, model.names[j])
+            link = names[1] if c_frame.placement.isIdentity() else f"{names[1]}__joint"
+            if link != names[1]:  # the body sits away from its joint: a link on the joint, then fixed
+                links.append(f'<link name="{link}"/>')
+                joints.append(f'<joint name="{link}_to_{names[1]}" type="fixed"><parent link="{link}"/>'
+                              f'<child link="{names[1]}"/>{origin(c_frame.placement)}</joint>')
+            limits = ""
+            if kind != "continuous":
+                lower, upper = model.lowerPositionLimit[joint.idx_q], model.upperPositionLimit[joint.idx_q]
+                effort, velocity = (value if math.isfinite(value) else UNLIMITED for value in
+                                    (model.effortLimit[joint.idx_v], model.velocityLimit[joint.idx_v]))
+                limits = (f'<limit lower="{lower:.9g}" upper="{upper:.9g}" effort="{effort:.9g}" '
+                          f'velocity="{velocity:.9g}"/>')
+            joints.append(f'<joint name="{model.names[j]}" type="{kind}"><parent link="{names[0]}"/>'
+                          f'<child link="{link}"/>{origin(data.oMf[parent].actInv(data.oMi[j]))}'
+                          f'<axis xyz="{" ".join(f"{v:.9g}" for v in axis)}"/>{limits}</joint>')
+        body = "\n  ".join(links + joints)
+        return f'<?xml version="1.0"?>\n<robot name="{robot.name}">\n  {body}\n</robot>\n'
+
+
+def _urdf_joint(joint, name: str) -> tuple[str, tuple[float, ...]]:
+    """URDF type and axis of a one-DoF pinocchio joint."""
+    short = joint.shortname()
+    axes = {"X": (1.0, 0.0, 0.0), "Y": (0.0, 1.0, 0.0), "Z": (0.0, 0.0, 1.0)}
+    if short in ("JointModelRX", "JointModelRY", "JointModelRZ"):
+        return "revolute", axes[short[-1]]
+    if short in ("JointModelPX", "JointModelPY", "JointModelPZ"):
+        return "prismatic", axes[short[-1]]
+    if short.startswith("JointModelRUB"):
+        return "continuous", axes[short[-1]]
+    if short in ("JointModelRevoluteUnaligned", "JointModelPrismaticUnaligned"):
+        kind = "revolute" if "Revolute" in short else "prismatic"
+        return kind, tuple(float(v) for v in joint.extract().axis)
+    raise ModelError(f"joint '{name}' is a {short}: a URDF holds revolute, continuous or prismatic joints")
 
 
 def package_directory(package: str) -> Optional[Path]:

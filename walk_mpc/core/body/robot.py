@@ -1,10 +1,12 @@
-"""Robot descriptions (config/robots/<name>.yaml) and the kinematic model on pinocchio: URDF loading,
-named frames, CoM, foot poses, joint maps, and the values derived from the model (CoM height, planner
-soles, leg length, step limits).
+"""Robot descriptions (config/robots/<name>.yaml) and the kinematic model on pinocchio: URDF or MJCF
+loading, named frames, CoM, foot poses, joint maps, and the values derived from the model (CoM height,
+planner soles, leg length, step limits).
 
-A robot is its URDF plus one small YAML (:class:`RobotDescription`): sole frames (added on a link when
-the URDF has none) and sole size, standing posture (a named SRDF posture and/or joint values), joint
-groups with their simulated servo gains, torque limits and rotor inertias, IMU frame, contact sensor
+A robot is its description (a URDF, or an MJCF file read by pinocchio's MJCF parser: bodies, joints and
+sites become frames, a ``freejoint`` on the root body becomes the free flyer, one is added otherwise) plus
+one small YAML (:class:`RobotDescription`): sole frames (added on a link when the description has none)
+and sole size, frames the description lacks, standing posture (a named SRDF posture and/or joint values),
+joint groups with their simulated servo gains, torque limits and rotor inertias, IMU frame, contact sensor
 prefixes, step limits. Nothing robot-specific lives in code: a new robot needs only its YAML.
 
 Error policy: every pinocchio error raised while loading or querying the model is
@@ -209,12 +211,15 @@ class StepLimits:
 
 @dataclasses.dataclass(frozen=True)
 class RobotDescription:
-    """A robot: its description (URDF) and the few facts it lacks, from ``config/robots/<name>.yaml``.
+    """A robot: its description (URDF or MJCF) and the few facts it lacks, from ``config/robots/<name>.yaml``.
 
     Attributes:
         name: Robot name.
         urdf: URDF: absolute path, path relative to the YAML file, or relative to example-robot-data's
-            ``robots`` directory.
+            ``robots`` directory ('' = the robot is an MJCF, :attr:`mjcf`).
+        mjcf: MJCF (MuJoCo XML) instead of a URDF, same lookup: pinocchio builds the kinematic model from
+            it (sites and bodies are frames) and the MuJoCo simulator loads it as it is. Exactly one of
+            ``urdf`` and ``mjcf`` is given.
         srdf: SRDF with named postures (same lookup; '' = none).
         aliases: Other names of the robot.
         base_frame: Floating-base frame ('' = the root link).
@@ -222,6 +227,8 @@ class RobotDescription:
         imu_frame: Frame of the IMU ('' = the base frame).
         left_foot: Left sole frame (bipeds).
         right_foot: Right sole frame (bipeds).
+        frames: Frames added on a parent frame (same fields as a sole frame), e.g. a forward-facing base
+            frame when the description's root link looks backwards; added before the sole frames.
         leg_frames: Foot frames of a multi-legged robot (point contacts).
         contact_sensors: Contact sensor names of the feet: a biped's sole prefixes (each sole has four
             corner sensors ``<prefix>_fl``, ``_fr``, ``_bl``, ``_br``; the graph's nodes expect
@@ -236,7 +243,8 @@ class RobotDescription:
     """
 
     name: str
-    urdf: str
+    urdf: str = ""
+    mjcf: str = ""
     srdf: str = ""
     aliases: tuple[str, ...] = ()
     base_frame: str = ""
@@ -244,6 +252,7 @@ class RobotDescription:
     imu_frame: str = ""
     left_foot: SoleFrame = SoleFrame()
     right_foot: SoleFrame = SoleFrame()
+    frames: tuple[SoleFrame, ...] = ()
     leg_frames: tuple[str, ...] = ()
     contact_sensors: tuple[str, ...] = ("left_foot", "right_foot")
     sole: SoleSize = SoleSize()
@@ -255,11 +264,22 @@ class RobotDescription:
     directory: str = ""
 
     def __post_init__(self) -> None:
-        for name in ("name", "urdf"):
-            if not isinstance(getattr(self, name), str) or not getattr(self, name):
-                raise ParameterError(name, getattr(self, name), "a non-empty string")
-        for name in ("aliases", "leg_frames", "contact_sensors", "joint_groups"):
+        if not isinstance(self.name, str) or not self.name:
+            raise ParameterError("name", self.name, "a non-empty string")
+        for name in ("urdf", "mjcf"):
+            if not isinstance(getattr(self, name), str):
+                raise ParameterError(name, getattr(self, name), "a file path (a string)")
+        if self.urdf and self.mjcf:
+            raise ParameterError("mjcf", self.mjcf, f"no 'mjcf' next to urdf = {self.urdf!r}: one "
+                                 "description, a URDF ('urdf') or an MJCF ('mjcf')")
+        if not self.urdf and not self.mjcf:
+            raise ParameterError("urdf", self.urdf, "a robot description: 'urdf' (a URDF file) or 'mjcf' "
+                                 "(an MJCF file), absolute, next to the YAML or in example-robot-data")
+        for name in ("aliases", "frames", "leg_frames", "contact_sensors", "joint_groups"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
+        for frame in self.frames:
+            if not frame.parent:
+                raise ParameterError("frames.parent", frame.frame, "the parent frame of each added frame")
         if bool(self.left_foot.frame) != bool(self.right_foot.frame):
             raise ParameterError("right_foot" if self.left_foot.frame else "left_foot", "",
                                  "both sole frames, or neither")
@@ -274,6 +294,16 @@ class RobotDescription:
         groups = [g.name for g in self.joint_groups]
         if len(set(groups)) != len(groups):
             raise ParameterError("joint_groups", groups, "distinct group names")
+
+    @property
+    def description_format(self) -> str:
+        """``"urdf"`` or ``"mjcf"``: which description the robot has."""
+        return "urdf" if self.urdf else "mjcf"
+
+    @property
+    def description_file(self) -> str:
+        """The description file as given (:attr:`urdf` or :attr:`mjcf`)."""
+        return self.urdf or self.mjcf
 
     def resolve(self, relative: str) -> Path:
         """Path of a description file (see :attr:`urdf`)."""
@@ -362,8 +392,37 @@ def load_robot_description(robot: str | os.PathLike) -> RobotDescription:
     return from_mapping(RobotDescription, data, source=str(path))
 
 
+#: File name endings of a bare MJCF path given as ``RobotModel.Parameters.robot``.
+MJCF_SUFFIXES = (".xml", ".mjcf")
+
+
 def _is_description_path(robot: str) -> bool:
-    return robot.endswith((".urdf", ".yaml", ".yml"))
+    return robot.endswith((".urdf", ".yaml", ".yml") + MJCF_SUFFIXES)
+
+
+def build_model(path: str | os.PathLike, description_format: str = "urdf") -> pin.Model:
+    """Pinocchio model with a free-flyer root of a URDF or an MJCF file.
+
+    An MJCF whose root body has a ``freejoint`` keeps it as the free flyer (named after it); any other
+    gets one named ``root_joint`` (as a URDF). MJCF sites and bodies become frames.
+
+    Raises:
+        ModelError: No such file, an unknown format, or pinocchio cannot parse the file.
+    """
+    path = Path(path)
+    if description_format not in ("urdf", "mjcf"):
+        raise ModelError(f"unknown description format {description_format!r}; expected 'urdf' or 'mjcf'")
+    if not path.is_file():
+        raise ModelError(f"{description_format.upper()} file '{path}' does not exist")
+    try:
+        if description_format == "urdf":
+            return pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
+        if hasattr(pin, "buildModelFromMJCFAndRootJoint"):  # pinocchio >= 3.8: no deprecated tuple
+            return pin.buildModelFromMJCFAndRootJoint(str(path), pin.JointModelFreeFlyer(), "root_joint")
+        built = pin.buildModelFromMJCF(str(path), pin.JointModelFreeFlyer(), "root_joint")
+        return built[0] if isinstance(built, tuple) else built
+    except Exception as exc:  # pinocchio raises ValueError/RuntimeError on malformed files
+        raise ModelError(f"cannot build a model from {description_format.upper()} '{path}': {exc}") from exc
 
 
 def robot_data_directories() -> tuple[Path, ...]:
@@ -445,7 +504,7 @@ class RobotModel:
 
         Attributes:
             robot: Robot name (see :func:`robot_names`: talos / talos_reduced, g1, romeo, solo12, go2...),
-                path to a robot description ``*.yaml``, or path to a bare ``*.urdf``.
+                path to a robot description ``*.yaml``, or path to a bare ``*.urdf`` or MJCF ``*.xml``.
             srdf: Path to an SRDF with named postures ('' = the description's, if any).
             base_frame: Floating-base frame name.
             left_foot_frame: Left sole frame name (bipeds).
@@ -473,7 +532,8 @@ class RobotModel:
             if not isinstance(self.robot, str) or not self.robot:
                 raise ParameterError("robot", self.robot, f"a robot name in {list(robot_names())} or a path")
             if not _is_description_path(self.robot) and self.robot not in robot_names():
-                expected = f"a robot name in {list(robot_names())}, a robot *.yaml or a *.urdf path"
+                expected = (f"a robot name in {list(robot_names())}, a robot *.yaml, a *.urdf or an MJCF "
+                            "*.xml path")
                 raise ParameterError("robot", self.robot, expected)
             object.__setattr__(self, "leg_frames", tuple(self.leg_frames))
             object.__setattr__(self, "reference_joint_names", tuple(self.reference_joint_names))
@@ -501,34 +561,36 @@ class RobotModel:
 
         Raises:
             ConfigError: The robot description file is unknown or malformed.
-            ModelError: If the URDF/SRDF cannot be read or parsed.
+            ModelError: If the URDF/MJCF/SRDF cannot be found, read or parsed.
             FrameNotFound: If a configured frame is not in the model.
             JointNotFound: If a reference joint is not in the model.
         """
         self.params = params if params is not None else RobotModel.Parameters()
         p = self.params
-        if p.robot.endswith(".urdf"):
+        if p.robot.endswith((".urdf",) + MJCF_SUFFIXES):
             self.description: RobotDescription | None = None
-            urdf_path = Path(p.robot)
+            path = Path(p.robot)
+            fmt = "urdf" if p.robot.endswith(".urdf") else "mjcf"
             srdf_path: Path | None = Path(p.srdf) if p.srdf else None
         else:
             self.description = load_robot_description(p.robot)
-            urdf_path = self.description.resolve(self.description.urdf)
+            fmt = self.description.description_format
+            path = self._description_path(fmt, self.description.description_file)
             srdf = p.srdf or self.description.srdf
-            srdf_path = (Path(p.srdf) if p.srdf else self.description.resolve(srdf)) if srdf else None
+            srdf_path = (Path(p.srdf) if p.srdf else self._description_path("srdf", srdf)) if srdf else None
         d = self.description
-        if not urdf_path.is_file():
-            raise ModelError(f"URDF file '{urdf_path}' does not exist")
-        try:
-            self.model: pin.Model = pin.buildModelFromUrdf(str(urdf_path), pin.JointModelFreeFlyer())
-        except Exception as exc:  # pinocchio raises ValueError/RuntimeError on malformed URDFs
-            raise ModelError(f"cannot build a model from '{urdf_path}': {exc}") from exc
-        self.urdf_path = urdf_path
-        self.name = d.name if d is not None else urdf_path.stem
+        self.model: pin.Model = build_model(path, fmt)
+        #: The description file and its format ("urdf" or "mjcf").
+        self.description_path, self.description_format = path, fmt
+        #: The URDF (None for an MJCF robot: :attr:`description_path`).
+        self.urdf_path: Path | None = path if fmt == "urdf" else None
+        self.name = d.name if d is not None else path.stem
         self._frame_names = [frame.name for frame in self.model.frames]
         if d is not None:
-            for foot in (d.left_foot, d.right_foot):
-                self._add_sole_frame(foot)
+            for index, frame in enumerate(d.frames):
+                self._add_sole_frame(frame, f"frames[{index}]")
+            for key, foot in (("left_foot", d.left_foot), ("right_foot", d.right_foot)):
+                self._add_sole_frame(foot, key)
         self.data: pin.Data = self.model.createData()
 
         def pick(value: str, described: str) -> str:
@@ -545,10 +607,13 @@ class RobotModel:
         self.torso_frame = pick(p.torso_frame, d.torso_frame if d else "") or self.base_frame
         self.imu_frame = (d.imu_frame if d else "") or self.base_frame
         self.leg_frames: tuple[str, ...] = p.leg_frames or (d.leg_frames if d else ())
-        for frame in (self.base_frame, self.left_foot_frame, self.right_foot_frame, self.torso_frame,
-                      self.imu_frame, *self.leg_frames):
-            if frame:
-                self.frame_id(frame)
+        named = (("base_frame", self.base_frame), ("left_foot.frame", self.left_foot_frame),
+                 ("right_foot.frame", self.right_foot_frame), ("torso_frame", self.torso_frame),
+                 ("imu_frame", self.imu_frame), *(("leg_frames", f) for f in self.leg_frames))
+        for key, frame in named:
+            if frame and frame not in self._frame_names:
+                raise FrameNotFound(frame, self._frame_names,
+                                    f"{key} of '{self.name}': a frame of {self.description_path.name}")
 
         # Actuated joints: every joint after the free flyer, in model order.
         self.joint_names: tuple[str, ...] = tuple(self.model.names[2:])
@@ -565,14 +630,42 @@ class RobotModel:
 
         self._reference = self._load_reference(srdf_path)
 
-    def _add_sole_frame(self, foot: SoleFrame) -> None:
-        """Add ``foot``'s frame on its parent frame unless the description has it."""
+    def _description_path(self, key: str, relative: str) -> Path:
+        """The file ``relative`` of the description's ``key`` (see :meth:`RobotDescription.resolve`).
+
+        Raises:
+            ModelError: No such file (says which key of which YAML, and where it was looked for).
+        """
+        d = self.description
+        try:
+            path = d.resolve(relative)
+        except ModelError:
+            path = None
+        if path is None or not path.is_file():
+            where = (f"'{path}'" if path is not None and Path(relative).expanduser().is_absolute()
+                     else f"'{relative}' next to the YAML ({d.directory}) or in example-robot-data "
+                          f"({[str(x) for x in robot_data_directories()]})")
+            raise ModelError(f"{key} = '{relative}' of robot '{d.name}' ({d.directory}): no such file; "
+                             f"expected an existing {key.upper()} file, looked for {where}")
+        return path
+
+    def _add_sole_frame(self, foot: SoleFrame, key: str = "") -> None:
+        """Add ``foot``'s frame on its parent frame unless the description has it (``key``: its YAML key)."""
         if not foot.frame or self.model.existFrame(foot.frame):
             if foot.frame and foot.parent:
-                raise ModelError(f"sole frame '{foot.frame}' is already in '{self.name}': drop its parent")
+                raise ModelError(f"{key or 'sole'} frame '{foot.frame}' is already in '{self.name}': drop "
+                                 "its parent")
             return
+        source = self.description_path.name
         if not foot.parent:
-            raise FrameNotFound(foot.frame, self._frame_names)
+            site = " (an MJCF site or body)" if self.description_format == "mjcf" else ""
+            raise FrameNotFound(foot.frame, self._frame_names,
+                                f"{key}.frame of '{self.name}': a frame of {source}{site}, or give "
+                                f"{key}.parent to add it")
+        if not self.model.existFrame(foot.parent):
+            raise FrameNotFound(foot.parent, self._frame_names,
+                                f"{key}.parent of '{self.name}': a frame of {source} to add "
+                                f"'{foot.frame}' on")
         parent_id = self.frame_id(foot.parent)
         parent = self.model.frames[parent_id]
         local = pin.SE3(pin.rpy.rpyToMatrix(*foot.rpy), np.array(foot.position))

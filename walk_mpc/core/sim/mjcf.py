@@ -1,4 +1,5 @@
-"""MuJoCo models from URDFs without meshes: stripping, base joint, floor, contact geoms, actuators, sites.
+"""MuJoCo models from URDFs without meshes, or from MJCF files: base joint, floor, contact geoms, actuators,
+sites.
 
 The URDF's ``<visual>``, ``<collision>`` (except on the links asked for), ``<gazebo>`` and
 ``<transmission>`` elements are removed (inertias stay), so no mesh or ``package://`` path is needed;
@@ -8,6 +9,12 @@ massless links or inertias MuJoCo refuses (Romeo's fingers, iCub's ankles) compi
 compiler bounds (:data:`BOUND_MASS`, :data:`BOUND_INERTIA`, ``balanceinertia``), set only when the
 description does not compile without them (they also raise massless static links that fuse into their
 parent: Talos would change by 4 g).
+
+An MJCF description (:func:`load_mjcf_spec`) is loaded as it is (meshes and other assets relative to the
+file), then brought to what the URDF path gives: its actuators, sensors and keyframes are removed (the
+simulator adds its own servos and IMU; a keyframe would not fit the added base joint), its geoms keep
+their mass but stop colliding (only the added sole geoms and floor collide), the same compiler bounds
+apply when needed. A ``freejoint`` of its root body is kept as the base joint.
 
 Error policy: MuJoCo's errors (``ValueError`` on parse or compile) are re-raised as
 :class:`~walk_mpc.core.errors.ModelError`; a missing ``mujoco`` package is a
@@ -138,6 +145,64 @@ def load_urdf_spec(urdf_path: str | Path, keep_collision_links: Sequence[str] = 
     return spec
 
 
+def load_mjcf_spec(mjcf_path: str | Path, bounds: str = "when_needed", bound_mass: float = BOUND_MASS,
+                   bound_inertia: float = BOUND_INERTIA, reserved_names: Sequence[str] = ()):
+    """A :class:`mujoco.MjSpec` of an MJCF file prepared like :func:`load_urdf_spec`'s (see the module doc).
+
+    Args:
+        mjcf_path: MJCF file.
+        bounds: When to set the compiler bounds (see :func:`load_urdf_spec`).
+        bound_mass: Smallest body mass [kg] with the bounds.
+        bound_inertia: Smallest diagonal inertia [kg m^2] with the bounds.
+        reserved_names: Site and geom names the simulator adds (``imu``, ``floor``...): the description's
+            sites and geoms of these names are renamed ``mjcf_<name>``.
+
+    Raises:
+        ModelError: The file cannot be read, parsed or compiled as it is, or ``bounds`` is unknown.
+        ConfigError: ``mujoco`` is not installed.
+    """
+    mj = require_mujoco()
+    if bounds not in BOUNDS:
+        raise ModelError(f"unknown bounds {bounds!r}; expected one of {list(BOUNDS)}")
+    path = Path(mjcf_path)
+    if not path.is_file():
+        raise ModelError(f"MJCF file '{path}' does not exist")
+
+    def load():
+        try:
+            spec = mj.MjSpec.from_file(str(path))
+        except ValueError as exc:
+            raise ModelError(f"MuJoCo cannot load MJCF '{path}': {exc}") from exc
+        for collection in (spec.actuators, spec.sensors, spec.keys):
+            for element in list(collection):
+                spec.delete(element)
+        for geom in spec.geoms:
+            geom.contype, geom.conaffinity = 0, 0
+        for element in (*spec.sites, *spec.geoms):
+            if element.name in reserved_names:
+                element.name = f"mjcf_{element.name}"
+        return spec
+
+    spec = load()
+    bound = bounds == "always"
+    if bounds == "when_needed":
+        try:
+            load().compile()
+        except ValueError:
+            bound = True
+    if bound:
+        spec.compiler.boundmass = float(bound_mass)
+        spec.compiler.boundinertia = float(bound_inertia)
+        spec.compiler.balanceinertia = True
+    return spec
+
+
+def has_free_joint(spec) -> bool:
+    """Whether the root body (:func:`root_body`) already has a free joint (an MJCF ``freejoint``)."""
+    mj = require_mujoco()
+    return any(joint.type == mj.mjtJoint.mjJNT_FREE for joint in root_body(spec).joints)
+
+
 def body(spec, name: str):
     """The body ``name`` of ``spec``.
 
@@ -265,6 +330,8 @@ __all__ = [
     "add_velocity_actuator",
     "body",
     "compile_spec",
+    "has_free_joint",
+    "load_mjcf_spec",
     "load_urdf_spec",
     "require_mujoco",
     "root_body",

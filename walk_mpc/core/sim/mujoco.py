@@ -1,6 +1,6 @@
 """MuJoCo physics backends: a biped on sole boxes (:class:`MujocoSim`) and a held wheeled robot (upkie).
 
-Both load the robot's URDF without meshes (:mod:`walk_mpc.core.sim.mjcf`) and step MuJoCo at
+Both load the robot's URDF without meshes, or its MJCF (:mod:`walk_mpc.core.sim.mjcf`), and step MuJoCo at
 ``timestep`` (1 kHz, implicitfast) ``hardware_period / timestep`` times per :meth:`step`. Joints are
 position-servoed by MuJoCo position actuators (PD gains per joint group, see
 :class:`MujocoSim.Parameters`) whose targets are the output of a
@@ -243,8 +243,24 @@ class _MujocoBackend(ServoedBackend):
             if joint is None:
                 raise ModelError(f"joint '{body}' of frame '{frame}' is not in the MuJoCo model")
             body = joint.parent.name
-        mjcf.add_site(spec, body, site, f.placement.translation, _wxyz(f.placement.rotation))
+        placement = _MujocoBackend._frame_in_body(robot, frame, body)
+        mjcf.add_site(spec, body, site, placement.translation, _wxyz(placement.rotation))
         return body
+
+    @staticmethod
+    def _frame_in_body(robot: RobotModel, frame: str, body: str) -> pin.SE3:
+        """Placement of pinocchio frame ``frame`` in MuJoCo body ``body`` (on the same joint).
+
+        The body's frame is pinocchio's body frame of that name when it has one on that joint (an MJCF
+        joint may sit away from its body's origin), else the joint frame (URDF: the joint's child link).
+        """
+        model = robot.model
+        f = model.frames[robot.frame_id(frame)]
+        if body in robot.frame_names:
+            b = model.frames[robot.frame_id(body)]
+            if b.type == pin.FrameType.BODY and b.parentJoint == f.parentJoint:
+                return b.placement.actInv(f.placement)
+        return f.placement
 
     @staticmethod
     def _add_servos(spec, names, opt: _MujocoBackend.Parameters, robot: RobotModel | None = None) -> None:
@@ -430,8 +446,15 @@ class MujocoSim(_MujocoBackend):
         if model.nq != model.nv + 1 or any(model.joints[j].nq != 1 for j in range(2, model.njoints)):
             raise ModelError(f"the MuJoCo biped backend needs one-DoF joints; '{self.robot.name}' has others")
         self.pin_model, self.pin_data = model, model.createData()
-        spec = mjcf.load_urdf_spec(self.robot.urdf_path)
-        root = mjcf.add_base_joint(spec, "free")
+        if self.robot.description_format == "mjcf":  # the MJCF as it is (its own free joint, if any)
+            described = self.robot.description
+            names = (*FEET, *self.robot.foot_frames, *(described.contact_sensors if described else ()))
+            reserved = ("imu", "base", "floor", *(f"{n}_sole" for n in names), *(f"{n}_box" for n in names))
+            spec = mjcf.load_mjcf_spec(self.robot.description_path, reserved_names=reserved)
+            root = mjcf.root_body(spec).name if mjcf.has_free_joint(spec) else mjcf.add_base_joint(spec)
+        else:
+            spec = mjcf.load_urdf_spec(self.robot.urdf_path)
+            root = mjcf.add_base_joint(spec, "free")
         solref = (opt.contact_time_constant, opt.contact_damping_ratio)
         mjcf.add_floor(spec, opt.friction, solref=solref)
         self._add_frame_site(spec, self.robot, root, p.imu_frame, "imu")
@@ -445,8 +468,8 @@ class MujocoSim(_MujocoBackend):
             self._foot_radius = radius
             for foot, frame in zip(self._feet, self.robot.foot_frames):
                 body = self._add_frame_site(spec, self.robot, root, frame, f"{foot}_sole")
-                f = model.frames[self.robot.frame_id(frame)]
-                mjcf.add_sphere(spec, body, f"{foot}_box", f.placement.translation, radius, opt.friction,
+                placement = self._frame_in_body(self.robot, frame, body)
+                mjcf.add_sphere(spec, body, f"{foot}_box", placement.translation, radius, opt.friction,
                                 solref)
         else:
             self._feet, self._foot_radius = FEET, 0.0
@@ -456,12 +479,17 @@ class MujocoSim(_MujocoBackend):
                                opt.sole_thickness / 2])
             for foot, frame in zip(FEET, self.robot.foot_frames):
                 body = self._add_frame_site(spec, self.robot, root, frame, f"{foot}_sole")
-                f = model.frames[self.robot.frame_id(frame)]
-                mjcf.add_box(spec, body, f"{foot}_box", f.placement.act(centre), half,
-                             _wxyz(f.placement.rotation), opt.friction, solref)
+                placement = self._frame_in_body(self.robot, frame, body)
+                mjcf.add_box(spec, body, f"{foot}_box", placement.act(centre), half,
+                             _wxyz(placement.rotation), opt.friction, solref)
         self._add_servos(spec, self.robot.joint_names, opt, self.robot)
         self._init_common(spec, self.robot, p.hardware_period, self.robot.joint_names, p.latency)
         m = self.model
+        mass = float(m.body_subtreemass[m.body(root).id])
+        if self.robot.description_format == "mjcf" and abs(mass - self.robot.mass) > 0.01 * self.robot.mass:
+            raise ModelError(f"MuJoCo weighs '{self.robot.description_path}' {mass:.3f} kg and pinocchio "
+                             f"{self.robot.mass:.3f} kg: expected the same inertias (give the bodies "
+                             "explicit <inertial> elements)")
         self._sole_geoms = {m.geom(f"{foot}_box").id: i for i, foot in enumerate(self._feet)}
         self._sole_geom_ids = [m.geom(f"{foot}_box").id for foot in self._feet]
         self._sole_sites = [m.site(f"{foot}_sole").id for foot in self._feet]
