@@ -336,7 +336,7 @@ def test_a_joint_group_matching_no_joint_is_a_model_error(tmp_path):
 
 def test_presets_are_the_robot_files_and_an_unknown_name_lists_them():
     names = robot_names()
-    for name in ("talos", "talos_reduced", "g1", "romeo", "solo12", "go2"):
+    for name in ("talos", "talos_reduced", "g1", "romeo", "icub", "solo12", "go2"):
         assert name in names
     with pytest.raises(ParameterError) as info:
         RobotModel.Parameters(robot="atlas")
@@ -353,7 +353,7 @@ def test_talos_description_keeps_the_former_defaults(talos):
     assert talos.servo_gains("arm_left_4_joint") == (2000.0, 20.0, 0.0)
 
 
-@pytest.mark.parametrize("name", ["g1", "romeo"])
+@pytest.mark.parametrize("name", ["g1", "romeo", "icub"])
 def test_humanoid_presets_stand_with_flat_soles_and_the_com_above_their_middle(name):
     robot = RobotModel(RobotModel.Parameters(robot=name))
     q = robot.reference_configuration()
@@ -422,6 +422,19 @@ def test_g1_walks_six_steps_of_15_cm_in_mujoco():
 @pytest.mark.slow
 def test_g1_walks_twenty_steps_of_15_cm_in_mujoco_each_foot_within_2_cm_of_the_plan():
     assert_walked(mujoco_walk("g1", 20, 0.15), 20)
+
+
+def test_icub_regulates_a_forward_facing_pelvis_frame_added_by_its_description():
+    robot = RobotModel(RobotModel.Parameters(robot="icub"))
+    q = robot.reference_configuration()
+    assert robot.base_frame == "root_link" and robot.torso_frame == "pelvis_forward"
+    assert yaw_of(robot.frame_pose(q, "root_link")[1]) == pytest.approx(math.pi, abs=1e-6)  # looks backwards
+    np.testing.assert_allclose(robot.frame_pose(q, "pelvis_forward")[1], np.eye(3), atol=1e-6)
+    assert robot.standing_com_height() == pytest.approx(0.45, abs=1e-4)
+
+
+def test_icub_walks_ten_steps_of_10_cm_in_mujoco():
+    assert_walked(mujoco_walk("icub", 10, 0.1), 10)
 
 
 @pytest.mark.slow
