@@ -320,7 +320,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         sole = RobotModel(RobotModel.Parameters(robot=model)).sole_size
         extents = (sole.front, sole.back, sole.left, sole.right)
         recording = read_recording(mcap_path, robot=model, sole=extents)
-        plot(recording, png_path, title=f"walk_mpc demo ({args.robot}, {args.sim})")
+        plot(recording, png_path, sole=extents, title=f"walk_mpc demo ({args.robot}, {args.sim})")
         print(f"Plot: {png_path}")
     except Exception as exc:  # the walk's outcome matters more than the plot
         print(f"Plot failed: {exc}", file=sys.stderr)
