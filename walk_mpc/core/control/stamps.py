@@ -5,9 +5,10 @@ hardware cycle drives the control loop). Anything on the DDS domain can publish 
 accepted only when it is plausible:
 
 * it follows the last accepted stamp (strictly later);
-* with a steady clock reading: it does not run ahead of the steady clock's progress since the last
-  accepted sample by more than ``max_lead`` (a sample stamped 2147483647 s, or a jump of an hour, is
-  rejected; the samples of a robot or simulator slower than real time are not).
+* with a steady clock reading: it does not run ahead of ``max_rate`` times the steady clock's progress since
+  the last accepted sample by more than ``max_lead`` (a sample stamped 2147483647 s, or a jump of an hour,
+  is rejected; the samples of a robot, or of a simulator slower or up to ``max_rate`` times faster than
+  real time, are not, even when a stalled subscriber drops the samples of its stall).
 
 A rejected stamp leaves the time base as it was, so the next plausible samples go on being accepted.
 Rejected samples that are consistent among themselves (``resync_samples`` in a row, each later than the
@@ -25,7 +26,7 @@ import dataclasses
 import enum
 from typing import Optional
 
-from walk_mpc.core.errors import InputError
+from walk_mpc.core.errors import InputError, ParameterError
 from walk_mpc.core.params import check_int_range, check_positive
 
 _NS = 1_000_000_000
@@ -50,17 +51,23 @@ class StampGuardParameters:
     """Parameters of :class:`StampGuard`.
 
     Attributes:
-        max_lead: How far [s] a stamp may run ahead of the steady clock's progress since the last accepted
-            sample (delivery jitter and bursts; a stamp further ahead is rejected).
+        max_lead: How far [s] a stamp may run ahead of ``max_rate`` times the steady clock's progress
+            since the last accepted sample (delivery jitter and bursts; a stamp further ahead is rejected).
+        max_rate: Fastest progress of the stamps relative to the steady clock [-]: a simulator's largest
+            real-time factor. 1 accepts only real-time streams: one faster than that (a simulator at 3x)
+            whose subscriber stalls and drops samples then sees a gap of stamps larger than the stall.
         resync_samples: Consecutive rejected samples, consistent among themselves, after which the guard
             re-anchors on them (a new time base).
     """
 
     max_lead: float = 0.5
+    max_rate: float = 4.0
     resync_samples: int = 5
 
     def __post_init__(self) -> None:
         check_positive("max_lead", self.max_lead)
+        if not (isinstance(self.max_rate, (int, float)) and 1.0 <= self.max_rate <= 1000.0):
+            raise ParameterError("max_rate", self.max_rate, "a real-time factor in [1, 1000]")
         check_int_range("resync_samples", self.resync_samples, 1)
 
 
@@ -90,7 +97,7 @@ class StampGuard:
             return False
         if steady_ns is None or before[1] is None:
             return True
-        return stamp_ns - before[0] <= steady_ns - before[1] + self._lead_ns
+        return stamp_ns - before[0] <= self.params.max_rate * (steady_ns - before[1]) + self._lead_ns
 
     def check(self, stamp_ns: int, steady_ns: Optional[int] = None) -> StampVerdict:
         """Accept ``stamp_ns`` (the time base advances) or reject it (the time base stays).
