@@ -1,7 +1,7 @@
 """Launch the walk_mpc node graph of config/graph.yaml with the parameters of config/<robot>.yaml.
 
-ros2 launch walk_mpc walk.launch.py [robot:=talos|g1|romeo] [sim:=kinematic|mujoco|none] [namespace:=robot1]
-                                    [rviz:=false] [config:=FILE]
+ros2 launch walk_mpc walk.launch.py [robot:=talos|g1|romeo|icub|upkie] [sim:=kinematic|mujoco|none]
+                                    [namespace:=robot1] [rviz:=false] [config:=FILE]
 
 A robot with a ``model`` in config/graph.yaml (a robot description, config/robots/<model>.yaml) gets its
 values on top of the parameters file (walk_mpc.graph.Graph.overrides). A namespace puts the nodes, topics,
@@ -50,9 +50,12 @@ def _nodes(context):
 
 
 def generate_launch_description() -> LaunchDescription:
+    robots = load_graph().robots
+    walkers = ", ".join(r.name for r in robots if r.legs)
+    wheeled = ", ".join(r.name for r in robots if r.wheels)
     return LaunchDescription([
         DeclareLaunchArgument("robot", default_value="talos",
-                              description="robot of config/graph.yaml: talos, g1, romeo (walk) or upkie "
+                              description=f"robot of config/graph.yaml: {walkers} (walk) or {wheeled} "
                                           "(wheels)"),
         DeclareLaunchArgument("sim", default_value="kinematic",
                               description="simulator backend: kinematic, mujoco, or none (real robot)"),

@@ -19,8 +19,8 @@ The demo's own nodes (action client, loop monitor, recorder) are spun by one
 :class:`~walk_mpc.tools.spin_thread.SpinThread`: every entity is created before it starts or on it, and
 destroyed after it stopped; if it dies, the demo stops at once with its error.
 
-    python -m walk_mpc.demo [--robot talos|g1|romeo] [--sim kinematic|mujoco] [--steps 10] [--length 0.2]
-                            [--namespace robot1] [--out-dir .] [--video | --no-video]
+    python -m walk_mpc.demo [--robot talos|g1|romeo|icub|solo12] [--sim kinematic|mujoco] [--steps 10]
+                            [--length 0.2] [--namespace robot1] [--out-dir .] [--video | --no-video]
 
 The robot is a robot of config/graph.yaml (an unknown name is an error listing them); the step width and
 duration default to its description's (config/robots/<model>.yaml: the standing sole distance, single +
@@ -199,7 +199,10 @@ def robot_gait(robot: str, length: Optional[float], width: Optional[float],
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--robot", default="talos", help="robot of config/graph.yaml (talos, g1, romeo...)")
+    walkers = ", ".join(r.name for r in load_graph().robots if r.legs)
+    parser.add_argument("--robot", default="talos",
+                        help=f"a walking robot of config/graph.yaml ({walkers}) or a quadruped of "
+                             "config/robots (solo12, go2: seed 003's gestures, --sim mujoco)")
     parser.add_argument("--namespace", default="", help="namespace of the graph and the demo's nodes")
     parser.add_argument("--sim", default="kinematic", help="kinematic or mujoco")
     parser.add_argument("--config", default=None, help="parameters file (default: the robot's)")
