@@ -1,5 +1,6 @@
 """FastDispatchExecutor (walk_mpc.nodes._executor): same behaviour as rclpy's SingleThreadedExecutor for
-subscriptions, timers, services, guard conditions, callback errors and action servers; the node
+subscriptions, timers, services, guard conditions, callback errors and action servers (with an execute
+coroutine that polls, as walk_behavior's); the node
 parameter ``fast_dispatch`` that selects it."""
 
 from __future__ import annotations
@@ -128,21 +129,102 @@ def test_a_callback_error_ends_spin_like_the_base_executor(context, spinning):
     assert isinstance(errors[0], ValueError) and "bad 3" in str(errors[0])
 
 
-def test_a_node_with_an_action_server_runs_on_the_base_machinery(context, spinning):
-    from rclpy.action import ActionServer
+def test_an_action_server_with_a_polling_execute_coroutine_serves_goals_and_cancels(context, spinning):
+    """As walk_behavior's: the execute coroutine yields until a subscription callback (dispatched directly)
+    ends the goal and triggers a guard condition; a cancel request is seen by the coroutine."""
+    from rclpy.action import ActionClient, ActionServer, CancelResponse
+    from rclpy.executors import SingleThreadedExecutor
     from std_msgs.msg import Int32
 
     from walk_mpc.action import Walk
     from walk_mpc.nodes._executor import FastDispatchExecutor
 
-    node = _node(context, "fast_action")
-    received = []
-    node.create_subscription(Int32, "numbers_too", lambda msg: received.append(msg.data), 10)
-    ActionServer(node, Walk, "walk_test", lambda handle: Walk.Result())
+    node, peer = _node(context, "fast_action"), _node(context, "fast_action_client")
+    finished: dict = {}
+    wake_up = node.create_guard_condition(lambda: None)
+
+    class NextWakeUp:
+        def __await__(self):
+            yield
+
+    async def execute(handle):
+        key = bytes(handle.goal_id.uuid)
+        while key not in finished:
+            if handle.is_cancel_requested:
+                handle.canceled()
+                return Walk.Result(error_msg="canceled")
+            handle.publish_feedback(Walk.Feedback())
+            await NextWakeUp()
+        handle.succeed()
+        return Walk.Result(error_msg=f"done {finished[key]}")
+
+    def end_goals(msg):
+        for key in list(goals):
+            finished[key] = msg.data
+        wake_up.trigger()
+
+    goals: list = []
+    ActionServer(node, Walk, "walk_test", execute_callback=execute,
+                 handle_accepted_callback=lambda h: (goals.append(bytes(h.goal_id.uuid)), h.execute()),
+                 cancel_callback=lambda handle: CancelResponse.ACCEPT)
+    node.create_subscription(Int32, "end_goals", end_goals, 10)
     executor = FastDispatchExecutor(context=context)
     executor.add_node(node)
-    executor.spin_once(timeout_sec=0.0)
-    assert executor._fallback
+    errors = spinning(executor)
+    client_executor = SingleThreadedExecutor(context=context)
+    client_executor.add_node(peer)
+    spinning(client_executor)
+    client = ActionClient(peer, Walk, "walk_test")
+    assert client.wait_for_server(timeout_sec=10.0)
+    feedback = []
+    sent = client.send_goal_async(Walk.Goal(), feedback_callback=feedback.append)
+    wait_until(sent.done, "the goal to be answered")
+    assert sent.result().accepted
+    wait_until(lambda: feedback, "feedback of the goal")
+    publisher = peer.create_publisher(Int32, "end_goals", 10)
+    wait_until(lambda: publisher.get_subscription_count() == 1, "the subscription to match")
+    publisher.publish(Int32(data=5))
+    result = sent.result().get_result_async()
+    wait_until(result.done, "the result")
+    assert result.result().result.error_msg == "done 5"
+    goals.clear()
+    sent = client.send_goal_async(Walk.Goal())
+    wait_until(sent.done, "the second goal to be answered")
+    canceled = sent.result().cancel_goal_async()
+    wait_until(canceled.done, "the cancel answer")
+    result = sent.result().get_result_async()
+    wait_until(result.done, "the canceled result")
+    assert result.result().result.error_msg == "canceled"
+    assert not errors and not executor._fallback
+    client.destroy()
+
+
+def test_timer_callbacks_with_timer_info_and_coroutine_timers_run_on_the_base_machinery(context, spinning):
+    from rclpy.timer import TimerInfo
+
+    from walk_mpc.nodes._executor import FastDispatchExecutor
+
+    node = _node(context, "fast_timers")
+    plain, infos, coroutines = [], [], []
+
+    def with_info(info) -> None:
+        infos.append(info)
+
+    with_info.__annotations__["info"] = TimerInfo  # a class, not the string this module's annotations are
+
+    async def coroutine() -> None:
+        coroutines.append(1)
+
+    node.create_timer(0.01, lambda: plain.append(1))
+    node.create_timer(0.01, with_info)
+    node.create_timer(0.01, coroutine)
+    executor = FastDispatchExecutor(context=context)
+    executor.add_node(node)
+    errors = spinning(executor)
+    wait_until(lambda: len(plain) >= 5 and len(infos) >= 5 and len(coroutines) >= 5,
+               lambda: f"5 calls of each timer ({len(plain)}, {len(infos)}, {len(coroutines)}; {errors})")
+    assert isinstance(infos[0], TimerInfo)
+    assert not errors
 
 
 def test_node_parameter_selects_the_executor(context):
