@@ -11,7 +11,9 @@ the demo's topics. Once every graph runs, all robots walk at once (one goal of 0
   deadlines (a command that came after the next sample went out: the 10 ms period missed) over the samples
   measured, and how the walk ended;
 * per process kind (sim, walk_behavior, mpc_planner, ik, robot_state, probe): CPU time in the window as a
-  share of one core, summed over the robots, and per robot.
+  share of one core, summed over the robots, and per robot; per robot also while standing (``--standing``
+  seconds before the walks, every graph running). CPU time is read from ``/proc/<pid>/stat``: unlike the
+  latency it holds under load. ``WALK_MPC_PROFILE=<dir>`` makes each node process write a cProfile there.
 
 ``--mode bringup`` runs each robot's graph as one process instead (``python -m walk_mpc.nodes.bringup``: every
 node of the robot on one executor, one DDS participant), to compare what the processes cost.
@@ -158,6 +160,12 @@ def run(count: int, args: argparse.Namespace, logs: Path) -> None:
                 results[i] = json.loads(line[7:]) if line.startswith("RESULT") else {"error": "probe exited"}
         pids = {f"{name}@{i}": proc.pid for i, g in enumerate(graphs) for name, proc in g.processes.items()}
         pids.update({f"probe@{i}": p.pid for i, p in enumerate(probes)})
+        standing: Dict[str, float] = {}
+        if args.standing > 0:  # every graph runs, no robot walks yet
+            start_cpu, started = {key: cpu_seconds(pid) for key, pid in pids.items()}, time.monotonic()
+            time.sleep(args.standing)
+            end_cpu, wall = {key: cpu_seconds(pid) for key, pid in pids.items()}, time.monotonic() - started
+            standing = {key: (end_cpu[key] - start_cpu[key]) / wall for key in pids}
         before = {key: cpu_seconds(pid) for key, pid in pids.items()}
         started = time.monotonic()
         for p in probes:
@@ -194,14 +202,20 @@ def run(count: int, args: argparse.Namespace, logs: Path) -> None:
         print(f"| {i} | {measured} / {r['samples']} | {missed} ({share:.2f} %) | {latency} | "
               f"{r['walk']} after step {r['steps']} |")
     kinds: Dict[str, List[float]] = {}
+    still: Dict[str, List[float]] = {}
     for key, start in before.items():
         kinds.setdefault(key.split("@")[0], []).append((after[key] - start) / window)
-    print("\n| process | CPU per robot [% of a core] | all robots [% of a core] |\n|---|---|---|")
+        still.setdefault(key.split("@")[0], []).append(standing.get(key, float("nan")))
+    print("\n| process | CPU per robot standing [% of a core] | walking | all robots walking |"
+          "\n|---|---|---|---|")
     for kind, shares in sorted(kinds.items(), key=lambda kv: -sum(kv[1])):
-        print(f"| {kind} | {100 * np.mean(shares):.0f} | {100 * sum(shares):.0f} |")
+        print(f"| {kind} | {100 * np.mean(still[kind]):.0f} | {100 * np.mean(shares):.0f} | "
+              f"{100 * sum(shares):.0f} |")
     total = sum(sum(s) for s in kinds.values())
+    total_still = sum(sum(s) for s in still.values())
     cores = os.cpu_count()
-    print(f"| total | {100 * total / count:.0f} | {100 * total:.0f} (of {cores} cores) |", flush=True)
+    print(f"| total | {100 * total_still / count:.0f} | {100 * total / count:.0f} | {100 * total:.0f} "
+          f"(of {cores} cores) |", flush=True)
 
 
 class _Bringup:
@@ -224,15 +238,23 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--robots", type=int, nargs="*", default=[1, 2, 4], help="robot counts to run")
     parser.add_argument("--duration", type=float, default=60.0, help="[s] walking window")
+    parser.add_argument("--standing", type=float, default=10.0,
+                        help="[s] CPU measured this long with every graph running before the walks (0: not)")
     parser.add_argument("--recorder", action="store_true", help="each probe records an MCAP (as the demo)")
     parser.add_argument("--mode", choices=("processes", "bringup"), default="processes",
                         help="a process per node (as launched) or one process per robot")
     parser.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--record", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--log-dir", default="", help="keep the node logs (and recordings) there")
     args = parser.parse_args()
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     if args.probe:
         return probe(args)
+    if args.log_dir:
+        Path(args.log_dir).mkdir(parents=True, exist_ok=True)
+        for count in args.robots:
+            run(count, args, Path(args.log_dir))
+        return 0
     with tempfile.TemporaryDirectory(prefix="multi_robot_") as logs:
         for count in args.robots:
             run(count, args, Path(logs))

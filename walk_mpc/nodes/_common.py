@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import gc
 import os
@@ -370,13 +371,40 @@ def apply_realtime_priority(node: Node) -> Optional[int]:
     return priority
 
 
+#: Environment variable: a directory where each node process writes a cProfile of its spin,
+#: ``<dir>/<name>-<pid>.prof`` (``python -m pstats``), e.g. ``WALK_MPC_PROFILE=/tmp/prof make demo``.
+PROFILE_ENV = "WALK_MPC_PROFILE"
+
+
+@contextlib.contextmanager
+def profiled(name: str):
+    """Profile the block with cProfile when ``$WALK_MPC_PROFILE`` names a directory (else nothing): the
+    statistics (CPU time of the calling thread, so a blocking wait counts only what it computes) are written
+    there as ``<name>-<pid>.prof`` when the block ends, normally or not."""
+    directory = os.environ.get(PROFILE_ENV, "")
+    if not directory:
+        yield
+        return
+    import cProfile
+
+    profile = cProfile.Profile(time.thread_time)
+    profile.enable()
+    try:
+        yield
+    finally:
+        profile.disable()
+        Path(directory).mkdir(parents=True, exist_ok=True)
+        profile.dump_stats(str(Path(directory) / f"{name}-{os.getpid()}.prof"))
+
+
 def run_guarded(body: Callable[[], None], args: Optional[Sequence[str]] = None) -> int:
     """Init rclpy, run ``body`` (which spins), and shut down; exit code 2 on a configuration error."""
     faulthandler.enable()
     rclpy.init(args=args)
     code = 0
     try:
-        body()
+        with profiled("bringup"):
+            body()
     except WalkMpcError as exc:
         print(f"[walk_mpc] configuration error: {exc}", file=sys.stderr, flush=True)
         code = 2
@@ -408,7 +436,8 @@ def run(
         freeze_startup_objects()
         executor = make_executor(node, multithreaded)
         executor.add_node(node)
-        executor.spin()
+        with profiled(node.get_name()):
+            executor.spin()
     except WalkMpcError as exc:
         print(f"[walk_mpc] configuration error: {exc}", file=sys.stderr, flush=True)
         code = 2
