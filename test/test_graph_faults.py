@@ -71,14 +71,16 @@ def kill_in_step_two(client: GraphClient, control: ProcessControl, node: str):
 
 
 def restart_and_walk(client: GraphClient, control: ProcessControl, node: str) -> None:
+    plans = len(client.plans)
     control.start(node)
+    if node == "walk_behavior":
+        # The restarted walk_behavior publishes a Stand plan; until the ik hears it (each participant
+        # discovers the new process on its own) it skips the references of that plan and stands.
+        client.wait_until(lambda: len(client.plans) > plans, "the restarted walk_behavior's plan",
+                          STARTUP_TIMEOUT)
     ticks = client.ik_reference_ticks
     client.wait_until(lambda: client.ik_reference_ticks >= ticks + 25, f"the loop after the {node} restart",
                       STARTUP_TIMEOUT)
-    if node == "walk_behavior":
-        plans = len(client.plans)
-        client.wait_until(lambda: len(client.plans) > plans, "the restarted walk_behavior's plan",
-                          STARTUP_TIMEOUT)
     outcome = client.walk_after_restart(client.forward_steps(2))
     assert outcome.succeeded, f"{outcome}\n{control.diagnose()}"
     assert outcome.last_completed_step_index == 2, outcome
