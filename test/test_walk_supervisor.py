@@ -523,3 +523,48 @@ def test_a_huge_cmd_vel_on_mujoco_is_clamped_and_walked_without_a_fall():
     assert [r.error_code for r in graph.results] == [WalkErrorCode.NONE]
     x, y, _, yaw = stance_center(*graph.feet())
     assert x < -0.2 and yaw < -1.0, (x, y, yaw)
+
+
+# ---------------------------------------------------------------------------------------------- Stand follows
+def shifted(sample, dx: float):
+    """``sample`` with its base estimate ``dx`` [m] further along x (the measured feet move with it)."""
+    return dataclasses.replace(sample, base_position=np.asarray(sample.base_position) + (dx, 0.0, 0.0))
+
+
+@pytest.mark.parametrize("dx, follows", [(0.05, True), (0.01, False)])
+def test_standing_on_both_feet_away_from_stand_re_anchors_stand_there(talos, sample, dx, follows):
+    """A walk_behavior restarted mid-walk measured a foot in the air; the robot then stood elsewhere: Stand
+    follows the measured feet once both carry weight for stand_follow_time (0.2 s), not for a centimetre."""
+    supervisor = make(talos)
+    ns, outputs = run(supervisor, sample, 100 * NS, 5)
+    left0 = supervisor.behavior.feet[0].position
+    moved = shifted(sample, dx)
+    plans = []
+    for _ in range(40):  # 0.4 s
+        ns += PERIOD
+        out = supervisor.observe(ns, moved, ns)
+        if out.plan is not None:
+            plans.append((ns, out.plan))
+    if not follows:
+        assert plans == [] and supervisor.behavior.feet[0].position == left0
+        return
+    assert len(plans) == 1 and not plans[0][1].walking
+    assert 0.2 * NS <= plans[0][0] - (100 * NS + 5 * PERIOD) <= 0.25 * NS
+    left = plans[0][1].timeline.phases[-1].left.position
+    assert left[0] == pytest.approx(left0[0] + dx, abs=1e-6) and left[1] == pytest.approx(left0[1], abs=1e-6)
+
+
+def test_stand_does_not_follow_a_foot_that_carries_no_weight_nor_while_walking(talos, sample):
+    supervisor = make(talos)
+    ns, _ = run(supervisor, sample, 100 * NS, 5)
+    contact = np.array(sample.contact, dtype=float)
+    contact[[i for i, name in enumerate(sample.contact_names) if name.startswith("right_foot")]] = 0.0
+    one_foot = dataclasses.replace(shifted(sample, 0.05), contact=contact)
+    ns, outputs = run(supervisor, one_foot, ns, 40)
+    assert all(o.plan is None for o in outputs)
+    answer, _ = supervisor.submit_goal(b"g", steps(), True, ns)
+    assert answer.accepted
+    ns, outputs = run(supervisor, shifted(sample, 0.05), ns, 40, report=("mpc_planner", "ik"))
+    assert supervisor.walking and all(o.plan is None or o.plan.walking for o in outputs)
+    with pytest.raises(ParameterError, match="stand_follow_distance"):
+        WalkSupervisorParameters(stand_follow_distance=-0.01)

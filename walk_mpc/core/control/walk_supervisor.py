@@ -69,7 +69,7 @@ from walk_mpc.core.control.types import (
     optional_steady,
 )
 from walk_mpc.core.errors import InputError, ParameterError, WalkMpcError
-from walk_mpc.core.params import check_positive
+from walk_mpc.core.params import check_nonnegative, check_positive
 from walk_mpc.core.sensors import SensorSample, check_sample
 from walk_mpc.core.walk.behavior import (
     NUM_REQUIRED_WALK_STEPS,
@@ -84,6 +84,7 @@ from walk_mpc.core.walk.behavior import (
     steps_from_records,
 )
 from walk_mpc.core.walk.footsteps import walk_to_pose
+from walk_mpc.core.walk.saturation import wrap_angle
 from walk_mpc.core.walk.step import Foot, Step
 from walk_mpc.core.walk.timeline import FootPose, Timeline
 from walk_mpc.core.walk.velocity import VelocityCommand, VelocityWalk, VelocityWalkParameters
@@ -164,6 +165,12 @@ class WalkSupervisorParameters:
         deadline_topic: Name of the deadline accounting input, for the messages.
         velocity: Velocity walking (``cmd_vel``): speed limits, gait, command timeout, look-ahead.
         goal_pose: Step sizes of the walks to a goal pose (``walk/goal_pose``).
+        stand_follow_distance: Standing on both feet (both carry weight), a measured sole this far [m]
+            horizontally from Stand's for ``stand_follow_time`` re-anchors Stand at the measured feet (the
+            robot stands elsewhere than planned: a walk_behavior restarted mid-walk measured a foot in the
+            air, a stage stopped safely off the plan); 0: Stand never follows the measurement.
+        stand_follow_yaw: The same for a sole's yaw [rad].
+        stand_follow_time: How long [s] (sensor time) the feet must stay off Stand's before it follows.
     """
 
     behavior: WalkBehavior.Parameters = dataclasses.field(default_factory=WalkBehavior.Parameters)
@@ -183,6 +190,9 @@ class WalkSupervisorParameters:
     deadline_topic: str = "sim/deadlines"
     velocity: VelocityWalkParameters = dataclasses.field(default_factory=VelocityWalkParameters)
     goal_pose: GoalPoseParameters = dataclasses.field(default_factory=GoalPoseParameters)
+    stand_follow_distance: float = 0.02
+    stand_follow_yaw: float = 0.05
+    stand_follow_time: float = 0.2
 
     def __post_init__(self) -> None:
         if not isinstance(self.goal_pose, GoalPoseParameters):
@@ -214,6 +224,9 @@ class WalkSupervisorParameters:
             raise ParameterError("first_plan_id", self.first_plan_id, "an integer in [1, 2^31)")
         if not isinstance(self.landings, LandingParameters):
             raise ParameterError("landings", self.landings, "a LandingParameters")
+        check_nonnegative("stand_follow_distance", self.stand_follow_distance)
+        check_positive("stand_follow_yaw", self.stand_follow_yaw)
+        check_positive("stand_follow_time", self.stand_follow_time)
         share = self.max_missed_deadline_share
         if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0.0 <= share <= 1.0:
             raise ParameterError("max_missed_deadline_share", share, "a share in [0, 1]")
@@ -292,6 +305,7 @@ class WalkSupervisor:
         self._last_stamp_ns: Optional[int] = None
         self._measured: Optional[dict] = None
         self._loads: Optional[dict] = None  # foot -> carries weight, in the last sample (None: unknown)
+        self._off_stand_since: Optional[float] = None  # sensor time [s] the feet stand off Stand's since
         self._fallen = False
         self._plan_id = self.params.first_plan_id - 1
         self._plan_timeline: Optional[Timeline] = None
@@ -392,6 +406,8 @@ class WalkSupervisor:
         self._stream(t, results)  # the velocity walk's steps are queued before the touchdowns that need them
         walking = self.walking
         self._loads = self._landings.loads(sample)
+        if tick and not walking:
+            self._follow_measured_stance(t)
         status = self._core.step(max(0.0, t - self._core.time))
         if walking:
             self._landings.observe(status.t, status.phase, self._loads, self._measured if tick else None)
@@ -451,6 +467,33 @@ class WalkSupervisor:
         frames = {Foot.LEFT: self.robot.left_foot_frame, Foot.RIGHT: self.robot.right_foot_frame}
         self._measured = {foot: FootPose(tuple(float(v) for v in poses[frame][0]), yaw_of(poses[frame][1]))
                           for foot, frame in frames.items()}
+
+    def _follow_measured_stance(self, t: float) -> None:
+        """Standing on both measured feet away from Stand's for ``stand_follow_time``: Stand moves there."""
+        params = self.params
+        measured, loads = self._measured, self._loads
+        if (params.stand_follow_distance <= 0.0 or measured is None or loads is None
+                or not all(loads.values()) or self._deferred is not None):
+            self._off_stand_since = None
+            return
+        planned = dict(zip((Foot.LEFT, Foot.RIGHT), self._core.feet))
+        distance = {foot: math.hypot(measured[foot].position[0] - planned[foot].position[0],
+                                     measured[foot].position[1] - planned[foot].position[1])
+                    for foot in planned}
+        off = [foot for foot in planned if distance[foot] > params.stand_follow_distance
+               or abs(wrap_angle(measured[foot].yaw - planned[foot].yaw)) > params.stand_follow_yaw]
+        if not off:
+            self._off_stand_since = None
+            return
+        if self._off_stand_since is None:
+            self._off_stand_since = t
+        if t - self._off_stand_since < params.stand_follow_time:
+            return
+        self._off_stand_since = None
+        moved = ", ".join(f"{foot.name.lower()} {distance[foot]:.3f} m" for foot in off)
+        self._core.reset(measured[Foot.LEFT], measured[Foot.RIGHT])
+        self._log.warning(f"standing {params.stand_follow_time} s on feet away from Stand's ({moved}): Stand "
+                          "re-anchored at the measured feet")
 
     def _stop_stance(self) -> tuple:
         """Where to stand when a walk stops at once (a dead node, a lost sensor stream): the measured soles,
