@@ -180,6 +180,70 @@ class TickRecord:
     ik_success: bool
 
 
+class FallDetector:
+    """The loop's fall detection on the simulator's truth (scoring, never a controller input): the criteria
+    of :class:`ClosedLoopParameters` (base and torso tilt, base height, CoM distance to the nearest sole,
+    time without any sole on the ground) and the backend's own fall flag, latched at the first sample that
+    meets one.
+
+    Args:
+        robot: Robot model of the backend.
+        params: The loop options carrying the criteria.
+        standing_height: Base height [m] of the initial standing posture (``fall_height_ratio`` of it).
+    """
+
+    def __init__(self, robot: RobotModel, params: ClosedLoopParameters, standing_height: float) -> None:
+        self.robot = robot
+        self.params = params
+        self.standing_height = float(standing_height)
+        torso = robot.frame_pose(robot.reference_configuration(), robot.torso_frame)[1]
+        self._torso_up = np.asarray(torso)[:, 2].copy()  # the reference torso's z axis (yaw-free)
+        self._frames = (robot.left_foot_frame, robot.right_foot_frame) if robot.is_biped \
+            else tuple(robot.foot_frames)
+        self.fallen = False
+        self.reason = ""  # why it counts as a fall ("" if it did not fall)
+        self.max_tilt = 0.0  # largest base tilt [rad]
+        self.min_height_ratio = 1.0  # lowest base height over the standing one [-]
+        self._airborne_since: Optional[float] = None
+
+    def observe(self, state: SimState) -> bool:
+        """One backend state; whether the robot has fallen (now or before)."""
+        p = self.params
+        q = np.asarray(state.q)
+        rotation = pin.Quaternion(q[3:7]).toRotationMatrix()
+        tilt = math.acos(max(-1.0, min(1.0, float(rotation[2, 2]))))
+        self.max_tilt = max(self.max_tilt, tilt)
+        ratio = float(state.q[2]) / self.standing_height
+        self.min_height_ratio = min(self.min_height_ratio, ratio)
+        reasons = []
+        if state.fallen:
+            reasons.append("the simulator reports a fall")
+        if tilt > p.fall_tilt:
+            reasons.append(f"base tilt {math.degrees(tilt):.1f} deg")
+        if ratio < p.fall_height_ratio:
+            reasons.append(f"base height {ratio:.2f} of its initial height")
+        torso = self.robot.frame_pose(q, self.robot.torso_frame)[1]
+        torso_tilt = math.acos(max(-1.0, min(1.0, float(np.asarray(torso)[:, 2] @ self._torso_up))))
+        if torso_tilt > p.torso_fall_tilt:
+            reasons.append(f"torso tilt {math.degrees(torso_tilt):.1f} deg")
+        soles = [np.asarray(self.robot.frame_pose(q, frame)[0]) for frame in self._frames]
+        com = np.asarray(state.com)
+        distance = min(float(np.hypot(*(com[:2] - sole[:2]))) for sole in soles)
+        if distance > p.fall_com_distance:
+            reasons.append(f"CoM {distance:.2f} m from the nearest sole")
+        if p.airborne_time > 0.0 and len(state.in_contact) and not any(state.in_contact):
+            if self._airborne_since is None:
+                self._airborne_since = state.time
+            if state.time - self._airborne_since >= p.airborne_time:
+                reasons.append(f"no sole on the ground for {state.time - self._airborne_since:.2f} s")
+        else:
+            self._airborne_since = None
+        if reasons and not self.fallen:
+            self.fallen = True
+            self.reason = f"t = {state.time:.2f} s: " + ", ".join(reasons)
+        return self.fallen
+
+
 def standing_com_height(robot: RobotModel, q: np.ndarray) -> float:
     """CoM height [m] above the mean height of the soles at configuration ``q`` (the LIPM's h)."""
     soles = [p[2] for p, _ in robot.foot_poses(q).values()]
@@ -254,15 +318,8 @@ class ClosedLoopWalk:
         self.plan = WalkPlan(1, True, ORIGIN_NS, timeline)
         self.planner_stage.set_plan(self.plan)
         self.whole_body.set_plan(self.plan)
-        self._standing_height = float(q[2])
         self._ik_failures = 0
-        self._fallen = False
-        self._max_tilt = 0.0
-        self._min_height = 1.0
-        self._fall_reason = ""
-        self._airborne_since: Optional[float] = None
-        torso = robot.frame_pose(robot.reference_configuration(), robot.torso_frame)[1]
-        self._torso_up = np.asarray(torso)[:, 2].copy()  # the reference torso's z axis (yaw-free)
+        self.falls = FallDetector(robot, self.params, float(q[2]))
         self._landing: dict[int, float] = {}
         self._corrected_landing: dict[int, float] = {}
         self._landing_yaw: dict[int, float] = {}
@@ -292,7 +349,7 @@ class ClosedLoopWalk:
     @property
     def fallen(self) -> bool:
         """Whether the walk fell (see :class:`WalkOutcome`)."""
-        return self._fallen
+        return self.falls.fallen
 
     def stamp_ns(self, step_count: int) -> int:
         """Stamp [ns] of the sample after ``step_count`` hardware steps (the ``sim`` node's stamps)."""
@@ -338,13 +395,13 @@ class ClosedLoopWalk:
         if until is None:
             until = self.original_timeline.t_end + self.params.settle_time
         start = _time.perf_counter()
-        while self.backend.time < until - 1e-9 and not self._fallen:
+        while self.backend.time < until - 1e-9 and not self.fallen:
             record = self.step()
             if record is not None and on_tick is not None:
                 on_tick(record)
         # A late fall: watched until the robot has settled (or settle_wait has passed).
         deadline = self.backend.time + self.params.settle_wait
-        while watch and not self._fallen and not self.settled() and self.backend.time < deadline - 1e-9:
+        while watch and not self.fallen and not self.settled() and self.backend.time < deadline - 1e-9:
             record = self.step()
             if record is not None and on_tick is not None:
                 on_tick(record)
@@ -353,7 +410,7 @@ class ClosedLoopWalk:
     @property
     def fall_reason(self) -> str:
         """Why the walk counts as a fall ("" if it did not fall)."""
-        return self._fall_reason
+        return self.falls.reason
 
     def settled(self) -> bool:
         """Whether the CoM and the base are nearly still (simulator truth)."""
@@ -369,7 +426,8 @@ class ClosedLoopWalk:
         last = self.original_timeline.phases[-1]
         middle = (np.asarray(last.left.position)[:2] + np.asarray(last.right.position)[:2]) / 2
         com = np.asarray(self.backend.state.com)[:2]
-        return WalkOutcome(self._fallen, self._max_tilt, self._min_height, dict(self._landing),
+        falls = self.falls
+        return WalkOutcome(falls.fallen, falls.max_tilt, falls.min_height_ratio, dict(self._landing),
                            dict(self._corrected_landing), float(np.linalg.norm(com - middle)),
                            self._ik_failures, float(self.backend.time), float(wall_time),
                            dict(self._landing_yaw))
@@ -386,39 +444,7 @@ class ClosedLoopWalk:
 
     def _observe(self, state: SimState) -> None:
         """Fall detection on the simulator's truth (scoring)."""
-        p = self.params
-        q = np.asarray(state.q)
-        rotation = pin.Quaternion(q[3:7]).toRotationMatrix()
-        tilt = math.acos(max(-1.0, min(1.0, float(rotation[2, 2]))))
-        self._max_tilt = max(self._max_tilt, tilt)
-        ratio = float(state.q[2]) / self._standing_height
-        self._min_height = min(self._min_height, ratio)
-        reasons = []
-        if state.fallen:
-            reasons.append("the simulator reports a fall")
-        if tilt > p.fall_tilt:
-            reasons.append(f"base tilt {math.degrees(tilt):.1f} deg")
-        if ratio < p.fall_height_ratio:
-            reasons.append(f"base height {ratio:.2f} of its initial height")
-        torso = self.robot.frame_pose(q, self.robot.torso_frame)[1]
-        torso_tilt = math.acos(max(-1.0, min(1.0, float(np.asarray(torso)[:, 2] @ self._torso_up))))
-        if torso_tilt > p.torso_fall_tilt:
-            reasons.append(f"torso tilt {math.degrees(torso_tilt):.1f} deg")
-        soles = [np.asarray(self.robot.frame_pose(q, frame)[0]) for frame in self._frames.values()]
-        com = np.asarray(state.com)
-        distance = min(float(np.hypot(*(com[:2] - sole[:2]))) for sole in soles)
-        if distance > p.fall_com_distance:
-            reasons.append(f"CoM {distance:.2f} m from the nearest sole")
-        if p.airborne_time > 0.0 and len(state.in_contact) and not any(state.in_contact):
-            if self._airborne_since is None:
-                self._airborne_since = state.time
-            if state.time - self._airborne_since >= p.airborne_time:
-                reasons.append(f"no sole on the ground for {state.time - self._airborne_since:.2f} s")
-        else:
-            self._airborne_since = None
-        if reasons and not self._fallen:
-            self._fallen = True
-            self._fall_reason = f"t = {state.time:.2f} s: " + ", ".join(reasons)
+        self.falls.observe(state)
 
     def _score_landings(self, t: float, state: SimState, before: Optional[Timeline]) -> None:
         """Landing errors (simulator truth) of a step that has settled at this tick, to the original plan and
@@ -448,5 +474,5 @@ def walk(robot: RobotModel, backend: SimBackend, timeline: Timeline, **kwargs) -
     return ClosedLoopWalk(robot, backend, timeline, **kwargs).run()
 
 
-__all__ = ["DEFAULT_FEEDBACK_GAIN", "ClosedLoopParameters", "ClosedLoopWalk", "TickRecord", "WalkOutcome",
-           "default_planner_parameters", "standing_com_height", "walk"]
+__all__ = ["DEFAULT_FEEDBACK_GAIN", "ClosedLoopParameters", "ClosedLoopWalk", "FallDetector", "TickRecord",
+           "WalkOutcome", "default_planner_parameters", "standing_com_height", "walk"]
