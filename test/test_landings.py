@@ -71,3 +71,40 @@ def test_parameters_are_validated():
         LandingParameters(load_fraction=0.7)
     with pytest.raises(ParameterError, match="contact_prefixes"):
         LandingParameters(contact_prefixes=("left",))
+
+
+def test_a_step_whose_foot_is_loaded_only_once_the_next_single_support_begins_has_landed():
+    """Seen on MuJoCo: Talos leans on its stance foot through the double support and loads the landed one as
+    the next single support begins, whose stance foot it is; that is a (late) touchdown, measured there. A
+    foot that never carries weight again has not landed."""
+    from walk_mpc.core.walk import footsteps
+    from walk_mpc.core.walk.step import Foot
+    from walk_mpc.core.walk.timeline import FootPose, GaitTiming, PhaseKind, Timeline
+
+    left, right = FootPose((0.0, 0.1, 0.0)), FootPose((0.0, -0.1, 0.0))
+    steps = footsteps.walk_forward(left, right, 0.2, 0.2, width=0.2, duration=0.8)
+    timeline = Timeline(left, right, steps, GaitTiming(sway_duration=0.6, double_support_duration=0.3))
+    first, second = (next(p for p in timeline.phases if p.kind is PhaseKind.SINGLE and p.step_index == k)
+                     for k in (1, 2))
+    swing = first.swing_foot
+    landed = {foot: first.foot(foot) for foot in Foot}  # measured where the steps put them
+    for reloads in (True, False):
+        monitor = LandingMonitor()
+        monitor.sensors_seen = True
+        t = first.t_start
+        while t < second.t_start + 0.3:
+            phase = timeline.phase_at(t)
+            loaded = t >= second.t_start and reloads  # unloaded from the lift-off to the next single support
+            loads = {swing: loaded, swing.other: True}
+            if phase is second:
+                loads = {swing: loaded, swing.other: False}  # the other foot swings now
+            monitor.observe(t, phase, loads, landed)
+            t += 0.01
+        if reloads:
+            assert monitor.touchdown(1) == pytest.approx(second.t_start, abs=0.011)
+            assert monitor.touchdown_delay(1) > 0.29  # late: after the double support
+            assert monitor.landing_error(1) == pytest.approx(0.0, abs=1e-9)
+            assert monitor.problems([1]) == []
+        else:
+            assert monitor.touchdown(1) is None
+            assert monitor.problems([1]) == ["no touchdown seen in the contact forces for steps [1]"]

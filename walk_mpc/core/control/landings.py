@@ -11,8 +11,10 @@ measures, the sole contact forces (HAPTIX ``hxSensor`` contact sensors, summed p
 * a step *lifted off* when its foot was seen unloaded during the step's single support;
 * it *landed* when that foot carries weight again after it lifted: in the second half of its swing
   (``early_progress`` of the single support on) an *early* landing, else during the next double support (or
-  the catch), a *late* one when it was not loaded at the first sample of that phase; the first such sample
-  is the touchdown, and :meth:`LandingMonitor.touchdown_delay` its time minus the planned one (the end of
+  the catch), a *late* one when it was not loaded at the first sample of that phase, or, later still, in
+  the next single support, whose stance foot it is (seen on MuJoCo: a robot leaning on its stance foot loads
+  the landed one only as the double support ends); the first such sample is the touchdown, and
+  :meth:`LandingMonitor.touchdown_delay` its time minus the planned one (the end of
   the single support: negative early, positive late);
 * with measured feet (forward kinematics of the sample), its landing is *measured* ``settle_time`` after the
   touchdown: the horizontal distance of the sole to its step must be within ``tolerance``.
@@ -130,6 +132,12 @@ class LandingMonitor:
         if not self.params.enabled:
             return
         if phase.kind is PhaseKind.SINGLE:
+            previous = self._steps.get(phase.step_index - 1)
+            if (previous is not None and previous.lifted and previous.touchdown is None and loads is not None
+                    and loads[previous.foot]):
+                previous.touchdown = t  # late: the stance foot of this single support carries weight
+            if previous is not None and previous.touchdown is not None:
+                self._measure(previous, t, measured_feet)
             step = self._steps.get(phase.step_index)
             if step is None:
                 target = phase.foot(phase.swing_foot).position
@@ -150,6 +158,10 @@ class LandingMonitor:
             if loads is not None and loads[step.foot]:
                 step.touchdown = t
             return
+        self._measure(step, t, measured_feet)
+
+    def _measure(self, step: _Step, t: float, measured_feet: Optional[dict]) -> None:
+        """The landing error of a landed step ``settle_time`` after its touchdown (once)."""
         if step.error is None and measured_feet is not None and t - step.touchdown >= self.params.settle_time:
             pose: FootPose = measured_feet[step.foot]
             step.error = math.hypot(pose.position[0] - step.target[0], pose.position[1] - step.target[1])
