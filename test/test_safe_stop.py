@@ -170,7 +170,8 @@ def phase_of_step_2(timeline: Timeline, kind: PhaseKind):
 
 # ---------------------------------------------------------------------------------------------- safe stop
 CUTS = {  # when the planner dies, in step 2 (the right foot swings over [1.7, 2.5) s)
-    "just after lift-off": (PhaseKind.SINGLE, 0.05),
+    "at lift-off": (PhaseKind.SINGLE, 0.02),  # the last command has the foot < 5 mm up: put back down
+    "just after lift-off": (PhaseKind.SINGLE, 0.15),
     "mid single support": (PhaseKind.SINGLE, 0.4),
     "just before touchdown": (PhaseKind.SINGLE, 0.72),
     "in double support": (PhaseKind.DOUBLE, 0.1),
@@ -196,12 +197,13 @@ def test_a_planner_dying_mid_walk_lets_the_swing_foot_land_on_its_step_and_the_r
     wb = loop.whole_body
     assert wb.safe_stop is None and wb.stopped_plan_id == 1 and not wb.walking and wb.safe_stops == 1
     feet = loop.feet()
-    if kind is PhaseKind.SINGLE:  # the swing foot landed on its step, about on time; the stance foot stayed
+    if kind is PhaseKind.SINGLE and cut != "at lift-off":  # the swing foot landed on its step, about on time,
+        # the stance foot stayed
         assert np.linalg.norm(np.subtract(feet[Foot.RIGHT].position, step.position)) < LANDING_TOLERANCE
         assert abs(math.remainder(feet[Foot.RIGHT].yaw - step.yaw, 2 * math.pi)) < 0.01
         assert [abs(t - phase.t_end) < 0.1 for t in loop.touchdowns(Foot.RIGHT, phase.t_start)] == [True]
         assert np.linalg.norm(np.subtract(feet[Foot.LEFT].position, before[Foot.LEFT].position)) < 1e-3
-    else:  # no step in progress: the feet stayed
+    else:  # no step in progress (or its foot not yet off the ground): the feet stayed
         for foot in Foot:
             assert np.linalg.norm(np.subtract(feet[foot].position, before[foot].position)) < 1e-3
     assert_standing_safely(loop)
@@ -257,7 +259,7 @@ def walks_again(loop: Loop, restart_time: float) -> None:
 
 
 @pytest.mark.parametrize("restarted", ["planner", "both stages"])
-@pytest.mark.parametrize("cut", [0.05, 0.4])
+@pytest.mark.parametrize("cut", [0.15, 0.4])
 def test_after_a_safe_stop_restarted_stages_run_within_a_second_and_a_new_walk_succeeds(talos, walk, cut,
                                                                                         restarted):
     """The planner dies ``cut`` after the lift-off of step 2; the walk behavior stops the walk link_timeout

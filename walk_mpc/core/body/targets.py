@@ -229,6 +229,7 @@ class StandingTargets:
         q,
         params: GestureController.Parameters | None = None,
         foot_poses: Mapping[str, np.ndarray] | None = None,
+        torso_rotation=None,
     ) -> StandingTargets:
         """Standing targets met by configuration ``q`` (body = the robot's base frame).
 
@@ -238,6 +239,8 @@ class StandingTargets:
             params: Gesture parameters.
             foot_poses: Foot poses (4x4) by frame overriding the forward kinematics of ``q``
                 (e.g. the planned feet of a biped).
+            torso_rotation: Torso orientation (3x3) overriding the one of ``q`` (e.g. upright over the
+                planned feet), or None.
         """
         feet = robot.foot_poses(q)
         poses = []
@@ -247,7 +250,7 @@ class StandingTargets:
             else:
                 poses.append(pose_matrix(*feet[frame]))
         body = pose_matrix(*robot.frame_pose(q, robot.base_frame))
-        torso = robot.frame_pose(q, robot.torso_frame)[1]
+        torso = robot.frame_pose(q, robot.torso_frame)[1] if torso_rotation is None else torso_rotation
         return cls(robot.foot_frames, poses, robot.base_frame, body, robot.com(q), torso,
                    oriented_feet=robot.is_biped, params=params)
 

@@ -53,9 +53,12 @@ when they take over from references: no jump). During a walk:
   SAFE_STOP (commands, not holds). The step in progress at the end of the last walking command is
   finished on the stage's (support-corrected) timeline: the swing resumes where that command left the
   foot and lands on the step at the planned touchdown (up to ``safe_stop_speedup`` times the planned
-  swing speed; later if even that cannot make it); without a step in progress the feet stay where the
-  posture has them. The stage makes its own CoM reference (there is no MPC): minimum-jerk shifts of
-  ``safe_stop_shift_duration`` from the last command's CoM to within ``safe_stop_stance_radius`` of the
+  swing speed; later if even that cannot make it); without a step in progress, or when its swing foot is
+  not yet off the ground (less than ``SETTLE_LIFT / 2`` above it in the last command: on MuJoCo, a whole
+  step taken from lift-off landed hard and the stance foot slipped), the feet stay where the posture has
+  them, on their ground. The stage makes
+  its own CoM reference (there is no MPC): minimum-jerk shifts of ``safe_stop_shift_duration`` from the
+  last command's CoM (and its velocity, brought to rest) to within ``safe_stop_stance_radius`` of the
   stance sole while the foot swings, then from the touchdown on to the middle of both soles, the height
   following the mean height of the soles. Once the posture has settled the stage stands on the landed
   feet (standing targets at the posture's feet, whatever the feet of the plans received meanwhile, until
@@ -123,6 +126,7 @@ from walk_mpc.core.body.state_estimation import estimate_state
 from walk_mpc.core.body.targets import (
     StandingTargets,
     pose_matrix,
+    torso_yaw,
     walk_pose_targets,
     walk_targets,
     with_com,
@@ -306,7 +310,9 @@ class SafeStop:
     at :attr:`t_landing` (the planned time when the swing can make it at up to ``safe_stop_speedup`` times
     its planned speed). The CoM (:meth:`com`) blends (minimum jerk, :attr:`shift_duration` each) from the
     last command's CoM to above the stance sole while it swings, and from the touchdown on to the middle of
-    both soles; its height moves with the mean height of the soles.
+    both soles; its height moves with the mean height of the soles. The first blend starts with the last
+    command's CoM velocity and brings it to rest (a quintic: on physics, a CoM stopped at once while the
+    robot moves at walking speed rocked Talos back over its heels after the landing, and it fell).
 
     Attributes:
         plan_id: The plan whose walk is stopped.
@@ -317,6 +323,7 @@ class SafeStop:
         t_touchdown: Planned touchdown of the step in the timeline [s] (``t_resume`` without a step).
         t_landing: Plan time at which the foot lands [s] (``t_start`` without a step).
         com_start: CoM of the last command [m], shape (3,).
+        com_velocity: CoM velocity of the last command (its points at T and 2T) [m/s], shape (3,).
         com_stance: CoM target above the stance sole [m] (``com_final`` without a step).
         com_final: CoM target above the middle of the soles [m].
         shift_duration: Duration of each CoM blend [s] (``safe_stop_shift_duration``).
@@ -335,6 +342,7 @@ class SafeStop:
     com_final: np.ndarray
     shift_duration: float
     t_settled: float
+    com_velocity: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(3))
 
     def timeline_time(self, t: float) -> float:
         """Time [s] of :attr:`timeline` whose feet are the targets at plan time ``t``."""
@@ -347,9 +355,13 @@ class SafeStop:
 
     def com(self, t: float) -> np.ndarray:
         """CoM target [m] at plan time ``t``, shape (3,)."""
-        first = min_jerk((t - self.t_start) / self.shift_duration)
+        x = (t - self.t_start) / self.shift_duration
+        first = min_jerk(x)
         second = min_jerk((t - self.t_landing) / self.shift_duration)
+        # the initial velocity, brought to rest: g(0) = g(1) = 0, g'(0) = 1, g'(1) = g''(0) = g''(1) = 0
+        carried = x * (1.0 + x * x * (-6.0 + x * (8.0 - 3.0 * x))) if 0.0 < x < 1.0 else 0.0
         return (self.com_start + (self.com_stance - self.com_start) * first
+                + self.com_velocity * (self.shift_duration * carried)
                 + (self.com_final - self.com_stance) * second)
 
     @property
@@ -992,8 +1004,12 @@ class WholeBodyStage:
             if (self._timeline is not None and self.robot.is_biped and self._tick_source != TickSource.SENSOR
                     and self._plan_id != self._posture_feet_plan and not self._landed):
                 planned = self._planned_standing_feet()
+            torso = None
+            if planned is not None:  # upright over the feet, as walking (the posture may lean after a fault)
+                yaws = [yaw_of(planned[frame][:3, :3]) for frame in self._feet.values()]
+                torso = rotation_z(torso_yaw(*yaws)) @ self._torso_tilt
             self._standing = StandingTargets.from_configuration(self.robot, self._q, self.params.gesture,
-                                                                foot_poses=planned)
+                                                                foot_poses=planned, torso_rotation=torso)
             self._settle = None
             if planned is not None:
                 self._settle = self._settling(planned)
@@ -1002,25 +1018,35 @@ class WholeBodyStage:
         return self._standing
 
     def _planned_standing_feet(self) -> dict:
-        """Frame -> standing pose (4x4) of each sole: the plan's final one, or the posture's when the
-        posture has it on the plan's ground farther than ``max_settle_distance`` from it."""
+        """Frame -> standing pose (4x4) of each sole: the plan's final one, or the posture's place and yaw,
+        flat on the plan's ground, for a sole the posture has on the plan's ground (within
+        :data:`GROUND_TOLERANCE` of its height) farther than ``max_settle_distance`` from it, and for every
+        sole when all of them are on the ground farther than ``SETTLE_DISTANCE`` from the plan's (a robot
+        cannot step with both feet at once: on MuJoCo, a restarted ik that "settled" both feet onto a Stand
+        plan they had slid 2 cm from only moved its model, and the measured CoM then trailed the references
+        by that much, dragging them back through the CoM feedback)."""
         final = self._timeline.phases[-1]
         poses = self.robot.foot_poses(self._q)
+        offsets, grounded = {}, {}
+        for foot, frame in self._feet.items():
+            plan, position = final.foot(foot), poses[frame][0]
+            offsets[foot] = float(np.hypot(position[0] - plan.position[0], position[1] - plan.position[1]))
+            grounded[foot] = abs(position[2] - plan.position[2]) <= GROUND_TOLERANCE
+        all_off = all(grounded[foot] and offsets[foot] > SETTLE_DISTANCE for foot in self._feet)
         feet, stays = {}, []
         for foot, frame in self._feet.items():
             plan = final.foot(foot)
             position, rotation = poses[frame]
-            offset = float(np.hypot(position[0] - plan.position[0], position[1] - plan.position[1]))
-            if (offset > self.params.max_settle_distance
-                    and abs(position[2] - plan.position[2]) <= GROUND_TOLERANCE):
-                feet[frame] = pose_matrix(position, yaw_of(rotation))
-                stays.append(f"{foot.name.lower()} {offset:.3f} m")
+            if all_off or (offsets[foot] > self.params.max_settle_distance and grounded[foot]):
+                feet[frame] = pose_matrix((position[0], position[1], plan.position[2]), yaw_of(rotation))
+                stays.append(f"{foot.name.lower()} {offsets[foot]:.3f} m")
             else:
                 feet[frame] = pose_matrix(plan.position, plan.yaw)
         if stays:
+            why = ("every foot is on the ground away from it" if all_off else
+                   f"max_settle_distance {self.params.max_settle_distance} m")
             self.log.warning(f"plan {self._plan_id} stands with feet away from where they are on the ground "
-                             f"({', '.join(stays)}; max_settle_distance {self.params.max_settle_distance} "
-                             "m): they stay (the planner stands there too)")
+                             f"({', '.join(stays)}; {why}): they stay")
         return feet
 
     def _settling(self, planned: dict) -> Optional[dict]:
@@ -1161,10 +1187,22 @@ class WholeBodyStage:
         timeline = self._timeline
         q = self._q if self._q_ahead is None else self._q_ahead  # where the last command left the robot
         com = np.array(self.robot.com(q), dtype=float)
+        velocity = np.zeros(3)
+        if self._q_ahead is not None and self._q is not None:  # the last command's points at T and 2T
+            velocity[:2] = (com[:2] - np.asarray(self.robot.com(self._q))[:2]) / self.params.control_period
         shift = self.params.safe_stop_shift_duration
         resume = None if self._walked is None else min(t, self._plan_time(self._walked))
         phase = None if resume is None else timeline.phase_at(resume)
-        if phase is not None and phase.kind is PhaseKind.SINGLE and resume < phase.t_end:
+        poses = self.robot.foot_poses(q)
+        single = phase is not None and phase.kind is PhaseKind.SINGLE and phase.swing_start is not None
+
+        def ground(foot: Foot) -> float:  # of the foot in the phase at resume (swinging: its lift-off)
+            swinging = single and foot is phase.swing_foot
+            return float((phase.swing_start if swinging else phase.foot(foot)).position[2])
+
+        lifted = (single and resume < phase.t_end
+                  and poses[self._feet[phase.swing_foot]][0][2] - ground(phase.swing_foot) > SETTLE_LIFT / 2)
+        if lifted:
             # Finish the step in progress: the timeline up to it, then double support, catch and stand.
             first = timeline.phases[0]
             steps = [step for step in timeline.steps if step.step_index <= phase.step_index]
@@ -1175,10 +1213,15 @@ class WholeBodyStage:
             landing = max(phase.t_end, t + (phase.t_end - resume) / speedup)
             step_index = phase.step_index
             final = feet.phases[-1]
-        else:  # no step in progress: both feet stay where the posture has them
-            poses = self.robot.foot_poses(q)
-            left, right = (FootPose(tuple(float(v) for v in poses[frame][0]), yaw_of(poses[frame][1]))
-                           for frame in (self._feet[Foot.LEFT], self._feet[Foot.RIGHT]))
+        else:  # no step in progress (or its swing foot not yet off the ground): the feet stay where they are
+            feet_now = []
+            for foot in (Foot.LEFT, Foot.RIGHT):
+                position, rotation = poses[self._feet[foot]]
+                x, y, z = (float(v) for v in position)
+                if phase is not None:  # on its ground (a foot just lifting off is put back down)
+                    z = ground(foot)
+                feet_now.append(FootPose((x, y, z), yaw_of(rotation)))
+            left, right = feet_now
             feet = Timeline(left, right, (), timeline.timing, t)
             resume, landing, step_index = t, t, 0
             final = feet.phases[-1]
@@ -1197,7 +1240,7 @@ class WholeBodyStage:
         touchdown = phase.t_end if step_index else resume
         settled = max(t, landing) + shift
         return SafeStop(self._plan_id, step_index, feet, t, resume, touchdown, landing, com, com_stance,
-                        com_final, shift, settled)
+                        com_final, shift, settled, velocity)
 
     def _safe_stop_tick(self, now: int, t: float, times: list[float]) -> JointCommand:
         """A tick of the safe stop in progress (status SAFE_STOP); the tick whose point at T reaches the
