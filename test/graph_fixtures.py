@@ -16,6 +16,7 @@ fails with the state of the graph (nodes that exited, the end of their logs).
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import dataclasses
 import math
 import signal
@@ -432,6 +433,25 @@ class GraphClient:
             raise AssertionError(f"{exc}{spinning}\n{detail}") from exc
         return outcome, feedback
 
+    @contextlib.contextmanager
+    def walking(self, count: int = 4, past_step: int = 1):
+        """From Stand, :meth:`walk` ``count`` :meth:`forward_steps` in a thread; the block runs once the
+        feedback shows step ``past_step`` touched down, the walk still going; yields the walk's Future
+        (of (WalkOutcome, feedback))."""
+        self.wait_standing()
+        steps = self.forward_steps(count)
+        stepping = threading.Event()
+
+        def on_feedback(fb) -> None:
+            if fb.walk.current_step_index >= past_step:
+                stepping.set()
+
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            walk = pool.submit(self.walk, steps, True, on_feedback)
+            self.wait_until(lambda: stepping.is_set() or walk.done(), f"the walk past step {past_step}", 30.0)
+            assert not walk.done(), walk.result()[0]
+            yield walk
+
     def walk_after_restart(self, steps: Sequence[Step]):
         """:meth:`walk` after a node restart: the walk_behavior refuses goals until it hears the restarted
         node itself ("no /ik/timing for 4.1 s: is the ik running?"), each participant discovering the new
@@ -709,18 +729,8 @@ def scenario_sensor_timeout(client: GraphClient, control: GraphControl) -> None:
     where the plan left it; the graph re-anchors Stand at the measured feet and walks from there."""
     from action_msgs.msg import GoalStatus
 
-    client.wait_standing()
-    stepping = threading.Event()
     stopped: Dict[str, Optional[int]] = {}
-
-    def on_feedback(fb) -> None:
-        if fb.walk.current_step_index >= 1:
-            stepping.set()
-
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        walk = pool.submit(client.walk, client.forward_steps(4), True, on_feedback)
-        client.wait_until(lambda: stepping.is_set() or walk.done(), "the walk past step 1", 30.0)
-        assert not walk.done(), walk.result()[0]
+    with client.walking(4) as walk:
         plans_before = len(client.plans)
         stopped["sim"] = control.stop("sim", signal.SIGINT)
         outcome, feedback = walk.result(timeout=WALK_TIMEOUT)

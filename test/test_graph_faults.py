@@ -9,10 +9,8 @@ in the second step of a 4-step walk, then restarted.
 
 from __future__ import annotations
 
-import concurrent.futures
 import math
 import signal
-import threading
 import time
 
 import pytest
@@ -49,17 +47,7 @@ def graph(tmp_path_factory):
 def kill_in_step_two(client: GraphClient, control: ProcessControl, node: str):
     """Start a 4-step walk, SIGKILL ``node`` once step 1 has touched down; returns (outcome or the exception,
     seconds from the kill to the end, the index of the first CoM reference after the kill)."""
-    client.wait_standing()
-    stepping = threading.Event()
-
-    def on_feedback(fb) -> None:
-        if fb.walk.current_step_index >= 1:
-            stepping.set()
-
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        walk = pool.submit(client.walk, client.forward_steps(4), True, on_feedback)
-        client.wait_until(lambda: stepping.is_set() or walk.done(), "the walk past step 1", 30.0)
-        assert not walk.done(), walk.result()[0]
+    with client.walking(4) as walk:
         first_reference = len(client.reference_coms)
         killed = time.monotonic()
         assert control.stop(node, signal.SIGKILL) == -signal.SIGKILL
