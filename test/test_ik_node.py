@@ -328,6 +328,7 @@ def test_in_process_the_node_publishes_the_stage_commands_and_the_messages_built
         trajectories, commands, timings = [], [], []
         node._trajectory_pub.publish = trajectories.append
         node._commands_pub.publish = commands.append
+        node._commands_pub.get_subscription_count = lambda: 1  # published only to subscribers
         node._timing_pub.publish = timings.append
         q = talos.reference_configuration()
         sensor = SensorState(joint_names=list(talos.joint_names),

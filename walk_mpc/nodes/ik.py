@@ -27,9 +27,9 @@ returns. Topics (relative names, QoS reliable depth 10 unless said):
     (point 1: central difference ``(q2 - q0) / 2T`` with ``q0`` the previous command; point 2:
     backward difference ``(q2 - q1) / T``), as ros2_control's JointTrajectoryController takes it;
   - ``joint_commands`` (``std_msgs/Float64MultiArray``): positions of the first point
-    (forward_command_controller style), in the order of ``joint_names``;
+    (forward_command_controller style), in the order of ``joint_names``; only while something subscribes;
   - ``joint_states`` (``sensor_msgs/JointState``, if ``publish_joint_states``): the first point,
-    stamped at the reference's stamp + T (the instant it is to be reached);
+    stamped at the reference's stamp + T (the instant it is to be reached); only while something subscribes;
   - ``ik/timing`` (``TickTiming``): ``solve_time`` of both solutions, ``tick_time`` of the
     callback, ``status`` (:data:`STATUS_OK` or one of the failure codes below), ``trigger`` (the resolved
     ``mpc/com_reference`` for a tick on a reference, ``sensor_state`` for one holding the posture without
@@ -87,8 +87,9 @@ from walk_mpc.nodes._common import (
     run,
     stream_input_qos,
 )
-from walk_mpc.nodes.conversions import plan_from_msg, sensor_sample_from_msg, stamp_ns, time_msg
+from walk_mpc.nodes.conversions import plan_from_msg, time_msg
 from walk_mpc.nodes.joint_messages import JointMessages, com_reference_from_msg
+from walk_mpc.nodes.sensor_cdr import SensorStateReader, sensor_input
 from walk_mpc.srv import ExecGesture, SetGestureEffect
 
 #: ``TickTiming.status`` values of ``ik/timing`` (:class:`WholeBodyStatus`).
@@ -248,8 +249,9 @@ class IKNode(GraphNode):
         self.create_subscription(FootstepPlan, p.plan_topic, self._on_plan, LATCHED_QOS)
         reference_sub = self.create_subscription(ComReference, p.reference_topic, self._on_reference,
                                                  stream_input_qos())
+        self._sensor_reader = SensorStateReader()
         sensor_sub = self.create_subscription(SensorState, p.sensor_topic, self._on_sensor_state,
-                                              stream_input_qos())
+                                              stream_input_qos(), raw=True)
         if p.solve_ahead:
             self.create_subscription(ComReference, p.reference_ahead_topic, self._on_reference_ahead,
                                      stream_input_qos())
@@ -285,14 +287,15 @@ class IKNode(GraphNode):
             return
         self.stage.set_plan(plan)
 
-    def _on_sensor_state(self, msg: SensorState) -> None:
+    def _on_sensor_state(self, msg) -> None:
+        """A SensorState: serialized (the subscription's, see :mod:`~walk_mpc.nodes.sensor_cdr`) or not."""
         start = time.perf_counter()
         try:
-            sample = sensor_sample_from_msg(msg)
+            now, sample = sensor_input(msg, self._sensor_reader)
         except WalkMpcError as exc:
             self.stage.reject(f"sensor state rejected: {exc}")
             return
-        self._publish(self.stage.observe(stamp_ns(msg.header.stamp), sample, self._steady_ns()), start)
+        self._publish(self.stage.observe(now, sample, self._steady_ns()), start)
         self._keep_ahead()
 
     def _on_reference(self, msg: ComReference) -> None:
@@ -320,8 +323,9 @@ class IKNode(GraphNode):
             messages = self._messages.build(command)
         trajectory, commands, state = messages
         self._trajectory_pub.publish(trajectory)
-        self._commands_pub.publish(commands)
-        if state is not None:
+        if self._commands_pub.get_subscription_count():  # nothing is sent to nobody (the sim reads the
+            self._commands_pub.publish(commands)          # trajectory; a recorder or a driver may read these)
+        if state is not None and self._states_pub.get_subscription_count():
             self._states_pub.publish(state)
         timing = TickTiming(component="ik", solve_time=float(command.solve_time), status=int(command.status),
                             trigger=self._triggers[command.source])

@@ -27,7 +27,8 @@ module docstring has them in full). Topics (relative names, QoS reliable depth 1
   ``"mpc"``: ``solve_time``, ``tick_time`` of the callback, ``status``: STATUS_* below); every
   ``publish_preview_every`` ticks, ``PREVIEW_DELAY`` of wall time later (off the reference's critical path),
   ``mpc/com_path`` and ``mpc/zmp_path`` (``nav_msgs/Path`` of the predicted CoM and ZMP) and
-  ``mpc/markers`` (footsteps, support region, CoM and ZMP targets: :mod:`walk_mpc.nodes.planner_visuals`).
+  ``mpc/markers`` (footsteps, support region, CoM and ZMP targets: :mod:`walk_mpc.nodes.planner_visuals`),
+  each only while something subscribes to it (rviz, a recorder): nothing is built for nobody.
 
 Bad input never stops the node: a sample with NaN/inf values, missing joints, arrays whose lengths do not
 match their names or a malformed base pose is logged (throttled) and skipped (the next good sample ticks);
@@ -68,12 +69,12 @@ from walk_mpc.nodes._common import (
 from walk_mpc.nodes.conversions import (
     plan_from_msg,
     point,
-    sensor_sample_from_msg,
     stamp_ns,
     time_msg,
     vector3,
 )
 from walk_mpc.nodes.planner_visuals import PlannerVisuals
+from walk_mpc.nodes.sensor_cdr import SensorStateReader, sensor_input
 
 NODE_NAME = "mpc_planner"
 
@@ -177,6 +178,12 @@ class MpcPlannerNodeParameters:
                                       resync_distance=self.resync_distance, resync_time=self.resync_time)
 
 
+def _stamp(ns: int) -> Time:
+    """The builtin_interfaces/Time of a sample's stamp [ns] (its header.stamp, exactly)."""
+    sec, nanosec = divmod(ns, _NS)
+    return Time(sec=sec, nanosec=nanosec)
+
+
 class MpcPlannerNode(GraphNode):
     """Walking pattern generator of the walk_mpc graph: plan + SensorState -> CoM references every tick."""
 
@@ -207,8 +214,9 @@ class MpcPlannerNode(GraphNode):
         self._zmp_path_pub = self.create_publisher(Path, p.zmp_path_topic, qos)
         self._markers_pub = self.create_publisher(MarkerArray, p.markers_topic, qos)
         self.create_subscription(FootstepPlan, p.plan_topic, self._on_plan, LATCHED_QOS)
+        self._sensor_reader = SensorStateReader()
         self._sensor_sub = self.create_subscription(SensorState, p.sensor_topic, self._on_sensor_state,
-                                                    stream_input_qos())
+                                                    stream_input_qos(), raw=True)
         # Previews are published by this one-shot timer after the tick, not on the reference's critical path.
         self._preview_timer = self.create_timer(PREVIEW_DELAY, self._on_preview_timer)
         self._preview_timer.cancel()
@@ -245,18 +253,19 @@ class MpcPlannerNode(GraphNode):
             return
         self.stage.set_plan(plan)
 
-    def _on_sensor_state(self, msg: SensorState) -> None:
+    def _on_sensor_state(self, msg) -> None:
+        """A SensorState: serialized (the subscription's, see :mod:`~walk_mpc.nodes.sensor_cdr`) or not."""
         start = time.perf_counter()
-        now = stamp_ns(msg.header.stamp)
         try:
-            sample = sensor_sample_from_msg(msg)
+            now, sample = sensor_input(msg, self._sensor_reader)
         except WalkMpcError as exc:
             self._malformed += 1
-            self._log.warning(f"sample at {now / _NS:.3f} s skipped: {exc}")
+            when = f"at {stamp_ns(msg.header.stamp) / _NS:.3f} s " if isinstance(msg, SensorState) else ""
+            self._log.warning(f"sample {when}skipped: {exc}")
             return
         tick = self.stage.observe(now, sample, self._steady_ns())
         try:
-            self._publish(msg, now, tick, start)
+            self._publish(now, tick, start)
         except Exception as exc:  # noqa: BLE001  (report, live on)
             if is_shutdown(exc, self.context, grace=0.0):
                 raise  # publishing after SIGINT shut the context down: the end, not a planner failure
@@ -264,7 +273,7 @@ class MpcPlannerNode(GraphNode):
                                     throttle_duration_sec=WARNING_PERIOD)
 
     # ------------------------------------------------------------------ outputs
-    def _publish(self, msg: SensorState, now: int, tick: PlannerTick, start: float) -> None:
+    def _publish(self, now: int, tick: PlannerTick, start: float) -> None:
         if tick.ahead is not None:
             self._ahead = (tick.ahead, self._reference_msg(time_msg(tick.ahead.stamp_ns), tick.ahead))
             self._reference_ahead_pub.publish(self._ahead[1])
@@ -274,14 +283,14 @@ class MpcPlannerNode(GraphNode):
         if tick.reference is not None:  # the critical message first, everything else after it
             ahead, self._ahead = self._ahead, None
             self._reference_pub.publish(ahead[1] if ahead is not None and ahead[0] is tick.reference
-                                        else self._reference_msg(msg.header.stamp, tick.reference))
+                                        else self._reference_msg(_stamp(now), tick.reference))
         self._publish_timing(now, int(tick.status), 0.0 if out is None else out.plan.solve_time, start)
         if out is None:
             return
         self._on_preview_timer()  # a preview still waiting (the timer did not fire before this tick)
         every = self.params.publish_preview_every
-        if every and (self.stage.ticks - 1) % every == 0:
-            self._preview = (msg.header.stamp, out, self.stage.timeline)
+        if every and (self.stage.ticks - 1) % every == 0 and self._preview_wanted():
+            self._preview = (_stamp(now), out, self.stage.timeline)
             self._preview_timer.reset()
 
     def _reference_msg(self, stamp: Time, reference: CoMReference) -> ComReference:
@@ -307,11 +316,18 @@ class MpcPlannerNode(GraphNode):
         if preview is not None:
             self._publish_preview(*preview)
 
+    def _preview_wanted(self) -> bool:
+        """Whether anything subscribes to the preview (paths, markers): nothing is built for nobody."""
+        return any(pub.get_subscription_count() for pub in (self._com_path_pub, self._zmp_path_pub,
+                                                           self._markers_pub))
+
     def _publish_preview(self, header_stamp, out: PlannerOutput, timeline: Timeline) -> None:
-        com, zmp = self._visuals.paths(header_stamp, out)
-        self._com_path_pub.publish(com)
-        self._zmp_path_pub.publish(zmp)
-        self._markers_pub.publish(self._visuals.markers(header_stamp, out, timeline))
+        if self._com_path_pub.get_subscription_count() or self._zmp_path_pub.get_subscription_count():
+            com, zmp = self._visuals.paths(header_stamp, out)
+            self._com_path_pub.publish(com)
+            self._zmp_path_pub.publish(zmp)
+        if self._markers_pub.get_subscription_count():
+            self._markers_pub.publish(self._visuals.markers(header_stamp, out, timeline))
 
 
 NODE_CLASS = MpcPlannerNode

@@ -48,7 +48,8 @@ from walk_mpc.nodes._common import (
     run,
     stream_input_qos,
 )
-from walk_mpc.nodes.conversions import sensor_sample_from_msg, stamp_ns
+from walk_mpc.nodes.conversions import stamp_ns
+from walk_mpc.nodes.sensor_cdr import SensorStateReader, sensor_input
 
 try:  # absent from the PyPI ROS 2 wheels
     from tf2_msgs.msg import TFMessage
@@ -163,8 +164,9 @@ class RobotStateNode(GraphNode):
         self._tf_pub = self._sensor_sub = None
         if tf_type is not None:
             self._tf_pub = self.create_publisher(tf_type, params.tf_topic, reliable_qos(TF_DEPTH))
+            self._sensor_reader = SensorStateReader()
             self._sensor_sub = self.create_subscription(SensorState, params.sensor_topic, self._on_sensor,
-                                                        stream_input_qos())
+                                                        stream_input_qos(), raw=True)
             self.get_logger().info(
                 f"{self.frames.robot.name}: {len(self.frames.link_names)} links; TF on "
                 f"'{self._tf_pub.topic_name}' from '{self._sensor_sub.topic_name}' ("
@@ -181,15 +183,21 @@ class RobotStateNode(GraphNode):
         """Whether the node publishes the TF tree (tf2_msgs installed, or a ``tf_type`` given)."""
         return self._tf_pub is not None
 
-    def _on_sensor(self, msg: SensorState) -> None:
-        now = stamp_ns(msg.header.stamp)
-        if self._last_ns is not None and self._period_ns and 0 <= now - self._last_ns < self._period_ns:
-            return
+    def _on_sensor(self, msg) -> None:
+        """A SensorState: serialized (the subscription's, see :mod:`~walk_mpc.nodes.sensor_cdr`) or not."""
+        if isinstance(msg, SensorState):
+            now = stamp_ns(msg.header.stamp)
+            if self._last_ns is not None and self._period_ns and 0 <= now - self._last_ns < self._period_ns:
+                return
         try:
-            tree = self.frames.observe(sensor_sample_from_msg(msg))
+            now, sample = sensor_input(msg, self._sensor_reader)
+            if self._last_ns is not None and self._period_ns and 0 <= now - self._last_ns < self._period_ns:
+                return
+            tree = self.frames.observe(sample)
         except WalkMpcError as exc:
             self.rejected += 1
-            self._log.warning(f"sample at {now * 1e-9:.3f} s skipped ({self.rejected} so far): {exc}")
+            when = f"at {stamp_ns(msg.header.stamp) * 1e-9:.3f} s " if isinstance(msg, SensorState) else ""
+            self._log.warning(f"sample {when}skipped ({self.rejected} so far): {exc}")
             return
         self._last_ns = now
         self._tf_pub.publish(tf_message_cdr(tree, now))

@@ -2,7 +2,9 @@
 
 Topics (names relative to the node's namespace):
 
-* publishes ``sensor_topic`` (``walk_mpc/msg/SensorState``, reliable, depth 10) once per hardware step,
+* publishes ``sensor_topic`` (``walk_mpc/msg/SensorState``, reliable, depth 10; serialized here with
+  :func:`~walk_mpc.nodes.sensor_cdr.sensor_state_cdr`, the message :func:`sensor_state_msg` builds) once per
+  hardware step,
   ``header.stamp = start + k * hardware_period`` (``start`` = the node's ROS time when it starts, ``k`` =
   steps since start, integer nanoseconds: the stamps are exactly periodic and are the graph's time base);
 * publishes ``fall_topic`` (``std_msgs/Bool``, reliable, transient local, depth 1): false at start, then
@@ -71,6 +73,7 @@ from walk_mpc.nodes._common import (
     run,
     stream_input_qos,
 )
+from walk_mpc.nodes.sensor_cdr import sensor_state_cdr
 
 #: Values of ``SimNodeParameters.robot_type``.
 ROBOT_TYPES = ("legged", "wheeled")
@@ -270,7 +273,7 @@ class SimNode(GraphNode):
         state = self.backend.step()
         stamp_ns = self.stamp_ns(state.step_count)
         sample = self.backend.sensor_sample()
-        msg = sensor_state_msg(sample, stamp_ns, self.params.frame_id)
+        msg = sensor_state_cdr(sample, stamp_ns, self.params.frame_id)  # serialized: no message objects
         if self._measuring:
             self._sent_ns[stamp_ns] = time.monotonic_ns()
             if len(self._sent_ns) > LATENCY_WINDOW:

@@ -150,12 +150,12 @@ from walk_mpc.nodes.conversions import (
     foot_pose_to_msg,
     plan_to_msg,
     quaternion_yaw,
-    sensor_sample_from_msg,
     stamp_ns,
     step_to_msg,
     steps_from_msgs,
     time_msg,
 )
+from walk_mpc.nodes.sensor_cdr import SensorStateReader, sensor_input
 from walk_mpc.srv import QueueSteps
 
 NODE_NAME = "walk_behavior"
@@ -388,9 +388,10 @@ class WalkBehaviorNode(GraphNode):
         self._action_group = ReentrantCallbackGroup()
         self._plan_pub = self.create_publisher(FootstepPlan, params.plan_topic, latched)
         self._status_pub = self.create_publisher(WalkFeedback, params.status_topic, reliable)
+        self._sensor_reader = SensorStateReader()
         self._sensor_sub = self.create_subscription(
             SensorState, params.sensor_topic, self._on_sensor_state, stream_input_qos(depth),
-            callback_group=self._sensor_group)
+            callback_group=self._sensor_group, raw=True)
         self._mpc_sub = self.create_subscription(
             TickTiming, params.mpc_timing_topic, lambda msg: self._on_timing(msg, "mpc_planner"), reliable,
             callback_group=self._events_group)
@@ -575,15 +576,16 @@ class WalkBehaviorNode(GraphNode):
                 return  # shutting down (SIGINT) while the message was processed
             self.get_logger().error(f"{what} not processed: {exc!r}", throttle_duration_sec=WARNING_PERIOD)
 
-    def _on_sensor_state(self, msg: SensorState) -> None:
+    def _on_sensor_state(self, msg) -> None:
+        """A SensorState: serialized (the subscription's, see :mod:`~walk_mpc.nodes.sensor_cdr`) or not."""
         steady = self._steady_ns()
 
         def observe() -> SupervisorOutput:
             try:
-                sample = sensor_sample_from_msg(msg)
+                now, sample = sensor_input(msg, self._sensor_reader)
             except WalkMpcError as exc:
                 return self._supervisor.reject(f"SensorState rejected: {exc}")
-            return self._supervisor.observe(stamp_ns(msg.header.stamp), sample, steady)
+            return self._supervisor.observe(now, sample, steady)
 
         self._guarded("SensorState sample", observe)
 

@@ -1,0 +1,134 @@
+"""walk_mpc.nodes.sensor_cdr: SensorState serialized and read with numpy, as rclpy would (de)serialize it."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import numpy as np
+import pytest
+
+from walk_mpc.core.errors import InputError, ShapeError
+from walk_mpc.core.sensors import SensorSample
+
+pytestmark = pytest.mark.ros
+
+STAMP_NS = 1_234_567_891_234_567_891
+
+
+@pytest.fixture(scope="module")
+def kinematic_sample(talos) -> SensorSample:
+    from walk_mpc.core.sim.kinematic import KinematicSim
+
+    sim = KinematicSim(KinematicSim.Parameters(), robot=talos)
+    sim.step()
+    return sim.sensor_sample()
+
+
+def random_sample(rng: random.Random) -> SensorSample:
+    """Names of every length (so every padding), arrays of 0-7 elements, IMUs 0-2, random values."""
+
+    def names(count: int, prefix: str) -> tuple:
+        return tuple(prefix + "x" * rng.randrange(0, 9) + str(i) for i in range(count))
+
+    def values(*shape) -> np.ndarray:
+        return np.array([rng.uniform(-1e3, 1e3) for _ in range(int(np.prod(shape)))]).reshape(shape)
+
+    joints, motors, contacts, imus = (rng.randrange(0, 8) for _ in range(4))
+    quaternions = values(imus, 4)
+    return SensorSample(
+        time=0.0, joint_names=names(joints, "j"), joint_pos=values(joints), joint_vel=values(joints),
+        motor_names=names(motors, "m"), motor_pos=values(motors), motor_vel=values(motors),
+        motor_torque=values(motors), contact_names=names(contacts, "c"), contact=values(contacts),
+        imu_names=names(imus, "i"), imu_linear_acc=values(imus, 3), imu_angular_vel=values(imus, 3),
+        imu_orientation_xyzw=quaternions, base_estimate_valid=rng.random() < 0.5,
+        base_position=values(3), base_orientation_xyzw=values(4), base_linear_velocity=values(3),
+        base_angular_velocity=values(3))
+
+
+def assert_same_sample(got: SensorSample, want: SensorSample) -> None:
+    for field in dataclasses.fields(SensorSample):
+        a, b = getattr(got, field.name), getattr(want, field.name)
+        if isinstance(b, np.ndarray):
+            assert a.shape == b.shape and a.dtype == np.float64, field.name
+            assert a.tobytes() == b.tobytes(), field.name  # bit for bit
+            assert not a.flags.writeable, field.name
+        else:
+            assert type(a) is type(b) and a == b, field.name
+
+
+def test_what_is_written_deserializes_to_the_sims_message(kinematic_sample):
+    from rclpy.serialization import deserialize_message
+
+    from walk_mpc.msg import SensorState
+    from walk_mpc.nodes.sensor_cdr import sensor_state_cdr
+    from walk_mpc.nodes.sim import sensor_state_msg
+
+    rng = random.Random(1)
+    for sample, frame in [(kinematic_sample, "world"), (kinematic_sample, "robot1/world")] + [
+            (random_sample(rng), "w" * rng.randrange(0, 7)) for _ in range(300)]:
+        written = deserialize_message(sensor_state_cdr(sample, STAMP_NS, frame), SensorState)
+        assert written == sensor_state_msg(sample, STAMP_NS, frame)
+
+
+def test_what_rclpy_serializes_reads_as_the_message_conversion(kinematic_sample):
+    from rclpy.serialization import serialize_message
+
+    from walk_mpc.nodes.conversions import sensor_sample_from_msg, stamp_ns
+    from walk_mpc.nodes.sensor_cdr import SensorStateReader
+    from walk_mpc.nodes.sim import sensor_state_msg
+
+    rng = random.Random(2)
+    reader = SensorStateReader()
+    samples = [kinematic_sample] * 3 + [random_sample(rng) for _ in range(300)]
+    for k, sample in enumerate(samples):
+        msg = sensor_state_msg(sample, STAMP_NS + k, "w" * (k % 5))
+        if k % 7 == 3:
+            msg.joint_vel = []  # zeros, as the message conversion makes them
+        stamp, read = reader.read(serialize_message(msg))
+        assert stamp == stamp_ns(msg.header.stamp)
+        assert_same_sample(read, sensor_sample_from_msg(msg))
+
+
+def test_the_names_are_reused_while_their_bytes_do_not_change(kinematic_sample):
+    from walk_mpc.nodes.sensor_cdr import SensorStateReader, sensor_state_cdr
+
+    reader = SensorStateReader()
+    _, first = reader.read(sensor_state_cdr(kinematic_sample, STAMP_NS))
+    _, second = reader.read(sensor_state_cdr(kinematic_sample, STAMP_NS + 10))
+    assert second.joint_names is first.joint_names
+    renamed = dataclasses.replace(kinematic_sample, joint_names=("other",) + kinematic_sample.joint_names[1:])
+    _, third = reader.read(sensor_state_cdr(renamed, STAMP_NS + 20))
+    assert third.joint_names == renamed.joint_names
+
+
+def test_a_wrong_array_length_raises_shape_error_as_the_message_conversion(kinematic_sample):
+    from rclpy.serialization import serialize_message
+
+    from walk_mpc.nodes.sensor_cdr import SensorStateReader
+    from walk_mpc.nodes.sim import sensor_state_msg
+
+    for field in ("joint_pos", "motor_torque", "contact"):
+        msg = sensor_state_msg(kinematic_sample, STAMP_NS)
+        setattr(msg, field, list(getattr(msg, field))[:-1])
+        with pytest.raises(ShapeError, match=field):
+            SensorStateReader().read(serialize_message(msg))
+
+
+def test_bytes_that_are_no_sensor_state_raise_input_error():
+    from walk_mpc.nodes.sensor_cdr import CDR_LE, SensorStateReader
+
+    for data in (b"", CDR_LE, CDR_LE + b"\xff" * 40, b"\x00\x01\x00\x00" + bytes(3)):
+        with pytest.raises(InputError):
+            SensorStateReader().read(data)
+
+
+def test_sensor_input_takes_bytes_and_messages(kinematic_sample):
+    from walk_mpc.nodes.sensor_cdr import SensorStateReader, sensor_input, sensor_state_cdr
+    from walk_mpc.nodes.sim import sensor_state_msg
+
+    reader = SensorStateReader()
+    from_bytes = sensor_input(sensor_state_cdr(kinematic_sample, STAMP_NS), reader)
+    from_msg = sensor_input(sensor_state_msg(kinematic_sample, STAMP_NS), reader)
+    assert from_bytes[0] == from_msg[0] == STAMP_NS
+    assert_same_sample(from_bytes[1], from_msg[1])
