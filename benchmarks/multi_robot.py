@@ -15,13 +15,15 @@ the demo's topics. Once every graph runs, all robots walk at once (one goal of 0
   seconds before the walks, every graph running). CPU time is read from ``/proc/<pid>/stat``: unlike the
   latency it holds under load. ``WALK_MPC_PROFILE=<dir>`` makes each node process write a cProfile there.
 
-``--mode bringup`` runs each robot's graph as one process instead (``python -m walk_mpc.nodes.bringup``: every
-node of the robot on one executor, one DDS participant), to compare what the processes cost.
+``--mode control`` runs each robot's control nodes in one process beside its sim (``GraphProcesses`` with
+``control_process``: ``python -m walk_mpc.nodes.bringup --nodes ...``, one executor, one DDS participant);
+``--mode bringup`` runs each robot's graph as one process (every node of the robot, the sim too), to compare
+what the processes cost.
 
 A benchmark, not a test: it prints a table per N; it takes about ``duration + 30`` s per N.
 
     bash -c 'source tools/env.sh && source install/setup.bash && python -P benchmarks/multi_robot.py \\
-        --robots 1 2 4 --duration 60 [--recorder] [--mode processes|bringup]'
+        --robots 1 2 4 --duration 60 [--recorder] [--mode processes|control|bringup]'
 """
 
 from __future__ import annotations
@@ -140,7 +142,8 @@ def run(count: int, args: argparse.Namespace, logs: Path) -> None:
                     [sys.executable, "-P", "-m", "walk_mpc.nodes.bringup", "--robot", "talos", "--sim",
                      "kinematic"], stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ))))
             else:
-                graph = GraphProcesses("talos", "kinematic", log_dir=logs / f"n{count}_robot{i}")
+                graph = GraphProcesses("talos", "kinematic", log_dir=logs / f"n{count}_robot{i}",
+                                       control_process=args.mode == "control")
                 graphs.append(graph.start())
             command = [sys.executable, "-P", __file__, "--probe", "--duration", str(args.duration)]
             if args.recorder:
@@ -241,8 +244,9 @@ def main() -> int:
     parser.add_argument("--standing", type=float, default=10.0,
                         help="[s] CPU measured this long with every graph running before the walks (0: not)")
     parser.add_argument("--recorder", action="store_true", help="each probe records an MCAP (as the demo)")
-    parser.add_argument("--mode", choices=("processes", "bringup"), default="processes",
-                        help="a process per node (as launched) or one process per robot")
+    parser.add_argument("--mode", choices=("processes", "control", "bringup"), default="processes",
+                        help="a process per node (as launched), the control nodes in one process beside the "
+                             "sim's, or one process per robot")
     parser.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--record", default="", help=argparse.SUPPRESS)
     parser.add_argument("--log-dir", default="", help="keep the node logs (and recordings) there")

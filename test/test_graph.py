@@ -107,3 +107,19 @@ def test_graph_processes_put_each_node_in_the_namespace_with_the_robot_values(tm
     assert 'robot.robot:="g1"' in command
     assert 'frame_id:="robot1/world"' in command
     assert "backend:=mujoco" in graph.command("sim")
+
+
+def test_graph_processes_with_a_control_process_run_every_node_but_the_sim_in_one_bringup(tmp_path):
+    from walk_mpc.tools.launch_graph import CONTROL, GraphProcesses
+
+    graph = GraphProcesses("g1", "kinematic", log_dir=tmp_path, namespace="robot1", control_process=True)
+    assert graph.groups == {CONTROL: ("walk_behavior", "mpc_planner", "ik", "robot_state"), "sim": ("sim",)}
+    command = graph.command(CONTROL)
+    assert command[2:4] == ["-m", "walk_mpc.nodes.bringup"]
+    assert command[command.index("--robot") + 1] == "g1"
+    assert command[command.index("--sim") + 1] == "kinematic"
+    assert command[command.index("--namespace") + 1] == "robot1"
+    assert command[command.index("--nodes") + 1:][:4] == ["walk_behavior", "mpc_planner", "ik", "robot_state"]
+    assert "walk_mpc.nodes.sim" in graph.command("sim")
+    with pytest.raises(ValueError, match="control process"):
+        GraphProcesses("talos", "kinematic", extra_args={"ik": ["-p", "x:=1"]}, control_process=True)

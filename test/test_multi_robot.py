@@ -44,3 +44,32 @@ def test_g1_and_talos_graphs_run_side_by_side_in_their_namespaces(ros_context):
     g1, talos = received["robot1"][-1], received["robot2"][-1]
     assert (len(g1.joint_names), len(talos.joint_names)) == (29, 32)
     assert (g1.header.frame_id, talos.header.frame_id) == ("robot1/world", "robot2/world")
+
+
+def test_a_robots_control_nodes_in_one_process_beside_its_sim_close_the_loop(ros_context, tmp_path):
+    """GraphProcesses(control_process=True): the ik ticks on the planner's references and the sim measures
+    the loop's latency, with the control nodes in one process (issue 21)."""
+    from rclpy.executors import SingleThreadedExecutor
+
+    from walk_mpc.msg import TickTiming
+    from walk_mpc.tools.launch_graph import GraphProcesses
+
+    timings, latencies = [], []
+    probe = rclpy.create_node("control_process_probe", context=ros_context)
+    probe.create_subscription(TickTiming, "/robot3/ik/timing", timings.append, 100)
+    probe.create_subscription(TickTiming, "/robot3/sim/latency", latencies.append, 100)
+    executor = SingleThreadedExecutor(context=ros_context)
+    executor.add_node(probe)
+    graph = GraphProcesses("talos", "kinematic", log_dir=tmp_path, namespace="robot3", control_process=True)
+    try:
+        graph.start()
+        assert sorted(graph.processes) == ["control", "sim"]
+        wait_until(lambda: sum(t.trigger == "/robot3/mpc/com_reference" for t in timings) >= 10 and latencies,
+                   lambda: f"ik ticks on references and latencies ({len(timings)} timings, {len(latencies)} "
+                           f"latencies; {graph.failed()})", timeout=120.0,
+                   poll=lambda: executor.spin_once(timeout_sec=0.05))
+    finally:
+        codes = graph.stop()
+        executor.shutdown()
+        probe.destroy_node()
+    assert all(code == 0 for code in codes.values()), codes

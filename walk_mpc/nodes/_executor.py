@@ -79,6 +79,21 @@ class FastDispatchExecutor(SingleThreadedExecutor):
         self._handles: List[Any] = []
         self._next_drain = 0.0
         self._direct_timers: Dict[Any, tuple] = {}  # timer -> (its callback, whether it is called directly)
+        self._added: Dict[Any, int] = {}  # node -> rank of its addition (rclpy keeps the nodes in a set)
+
+    def add_node(self, node) -> bool:
+        """Add ``node``; the messages of one wake-up are handed to the nodes in the order they were added."""
+        self._added.setdefault(node, len(self._added))
+        return super().add_node(node)
+
+    def remove_node(self, node) -> None:
+        super().remove_node(node)
+        self._added.pop(node, None)
+
+    def get_nodes(self) -> list:
+        """The nodes, in the order they were added."""
+        added = self._added
+        return sorted(super().get_nodes(), key=lambda node: added.get(node, len(added)))
 
     def _entity_key(self, nodes) -> tuple:
         return tuple((id(node), tuple(map(id, node.subscriptions)), tuple(map(id, node.timers)),

@@ -1,11 +1,14 @@
 """In-process bringup of the walk_mpc graph (config/graph.yaml) for machines without the ros2 CLI.
 
 Starts the same nodes with the same parameters file as launch/walk.launch.py, in one process on one
-SingleThreadedExecutor (rclpy 9's MultiThreadedExecutor drops most of a 100 Hz sensor stream here:
-it resubmits tasks its pool has not started; no walk_mpc callback blocks):
+single-threaded executor: :class:`~walk_mpc.nodes._executor.FastDispatchExecutor` (rclpy's
+SingleThreadedExecutor when a node's ``fast_dispatch`` is false; rclpy 9's MultiThreadedExecutor drops
+most of a 100 Hz sensor stream here: it resubmits tasks its pool has not started; no walk_mpc callback
+blocks). ``--nodes`` starts some of them only, e.g. the control nodes of a robot in one process beside its
+sim (:class:`walk_mpc.tools.launch_graph.GraphProcesses` with ``control_process``):
 
     python -m walk_mpc.nodes.bringup [--robot talos|g1|romeo] [--sim kinematic|mujoco|none]
-                                     [--config FILE] [--namespace robot1]
+                                     [--config FILE] [--namespace robot1] [--nodes walk_behavior ik ...]
     ros2 run walk_mpc bringup --robot talos
 
 A robot of config/graph.yaml with a ``model`` (a robot description, config/robots/<model>.yaml) gets that
@@ -26,17 +29,24 @@ from typing import List, Optional, Sequence
 
 import rclpy
 from rclpy.context import Context
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
+from walk_mpc.core.errors import ConfigError
 from walk_mpc.graph import load_graph, namespace_frames
-from walk_mpc.nodes._common import bringup_overrides, freeze_startup_objects, run_guarded
+from walk_mpc.nodes._common import (
+    bringup_overrides,
+    fast_dispatch,
+    freeze_startup_objects,
+    run_guarded,
+)
+from walk_mpc.nodes._executor import FastDispatchExecutor, fast_dispatch_supported
 
 
 def create_nodes(robot: str = "talos", sim: str = "kinematic", config: Optional[str] = None,
                  context: Optional[Context] = None, extra: Optional[dict] = None,
-                 namespace: str = "") -> List[Node]:
+                 namespace: str = "", names: Optional[Sequence[str]] = None) -> List[Node]:
     """Instantiate the graph's nodes for ``robot`` and ``sim`` with their parameters from the config file.
 
     Args:
@@ -47,6 +57,7 @@ def create_nodes(robot: str = "talos", sim: str = "kinematic", config: Optional[
         extra: Per node name, extra parameter overrides {name: value} (applied after the file's and the
             robot's).
         namespace: Namespace of the nodes ('' = none); frames get it as a prefix.
+        names: The nodes to create (default: all those of the graph for ``robot`` and ``sim``).
 
     Raises:
         WalkMpcError: On an unknown robot or backend, or invalid parameters (named in the message).
@@ -55,9 +66,16 @@ def create_nodes(robot: str = "talos", sim: str = "kinematic", config: Optional[
     path = graph.config_path(robot, config)
     robot_values = graph.overrides(robot)
     frames = namespace_frames(namespace)
+    specs = graph.select(robot, sim)
+    if names is not None:
+        unknown = sorted(set(names) - {spec.name for spec in specs})
+        if unknown:
+            raise ConfigError(f"no node {unknown} in the graph of {robot} with sim {sim}; nodes: "
+                              f"{[spec.name for spec in specs]}", "nodes")
+        specs = [spec for spec in specs if spec.name in names]
     nodes: List[Node] = []
     try:
-        for spec in graph.select(robot, sim):
+        for spec in specs:
             module = importlib.import_module(f"walk_mpc.nodes.{spec.executable}")
             overrides = bringup_overrides(spec.name, path)
             more = {**robot_values.get(spec.name, {}), **frames.get(spec.name, {})}
@@ -75,6 +93,28 @@ def create_nodes(robot: str = "talos", sim: str = "kinematic", config: Optional[
     return nodes
 
 
+#: Nodes of a process are added to its executor in this order (the others after them), which is the order
+#: the messages of one wake-up are handed out: the control loop's path first (sample -> planner -> ik ->
+#: trajectory -> sim), the walk behavior and the displays after it.
+DISPATCH_ORDER = ("sim", "mpc_planner", "ik", "walk_behavior")
+
+
+def make_graph_executor(nodes: Sequence[Node], context: Optional[Context] = None) -> Executor:
+    """The single-threaded executor of nodes sharing a process, with the nodes added in
+    :data:`DISPATCH_ORDER`: FastDispatchExecutor unless a node's ``fast_dispatch`` is false (then rclpy's
+    SingleThreadedExecutor).
+
+    Raises:
+        ParameterError: A ``fast_dispatch`` that is not a boolean.
+    """
+    fast = all(fast_dispatch(node) for node in nodes) and fast_dispatch_supported()
+    executor = FastDispatchExecutor(context=context) if fast else SingleThreadedExecutor(context=context)
+    rank = {name: i for i, name in enumerate(DISPATCH_ORDER)}
+    for node in sorted(nodes, key=lambda n: rank.get(n.get_name(), len(rank))):
+        executor.add_node(node)
+    return executor
+
+
 def _destroy(node: Node) -> None:
     destroy = getattr(node, "destroy", None)
     (destroy or node.destroy_node)()
@@ -90,9 +130,7 @@ class Bringup:
                  context: Optional[Context] = None, extra: Optional[dict] = None,
                  namespace: str = "") -> None:
         self.nodes = create_nodes(robot, sim, config, context, extra, namespace)
-        self.executor = SingleThreadedExecutor(context=context)
-        for node in self.nodes:
-            self.executor.add_node(node)
+        self.executor = make_graph_executor(self.nodes, context)
         self._thread = threading.Thread(target=self._spin, name="walk_mpc_bringup", daemon=True)
 
     def _spin(self) -> None:
@@ -127,16 +165,16 @@ def main(args: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--sim", default="kinematic", help="kinematic, mujoco or none")
     parser.add_argument("--config", default=None, help="parameters file (default: the robot's)")
     parser.add_argument("--namespace", default="", help="namespace of the graph (several robots)")
+    parser.add_argument("--nodes", nargs="+", default=None, help="the nodes to start (default: all)")
     ros_args = rclpy.utilities.remove_ros_args(args)
     options = parser.parse_args(ros_args[1:] if args is None else [a for a in ros_args if a])
 
     def spin() -> None:
-        nodes = create_nodes(options.robot, options.sim, options.config, namespace=options.namespace)
-        freeze_startup_objects()
-        executor = SingleThreadedExecutor()
-        for node in nodes:
-            executor.add_node(node)
+        nodes = create_nodes(options.robot, options.sim, options.config, namespace=options.namespace,
+                             names=options.nodes)
         try:
+            freeze_startup_objects()
+            executor = make_graph_executor(nodes)
             executor.spin()
         finally:
             for node in nodes:
@@ -151,4 +189,4 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["Bringup", "create_nodes", "main"]
+__all__ = ["Bringup", "create_nodes", "main", "make_graph_executor"]
