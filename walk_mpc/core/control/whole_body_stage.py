@@ -996,14 +996,18 @@ class WholeBodyStage:
         of the posture on the plan's ground (within :data:`GROUND_TOLERANCE` of its height) farther than
         ``max_settle_distance`` from it, which stays where it is (as the planner stands at such a measured
         sole: after a fault, a Stand plan may put a foot where it never went); for sensor-driven ticks,
-        which hold the body where the posture has it, and after a safe stop until a plan walks (the robot
-        stands where its feet landed), the feet are the posture's.
+        which hold the body where the posture has it, the feet are the posture's; after a safe stop until a
+        plan walks (the robot stands where its feet landed), where the latest sample measures them
+        (:meth:`_landed_feet`). With feet from a plan or a measurement, the torso is upright over them.
         """
         if self._standing is None:
             planned = None
             if (self._timeline is not None and self.robot.is_biped and self._tick_source != TickSource.SENSOR
                     and self._plan_id != self._posture_feet_plan and not self._landed):
                 planned = self._planned_standing_feet()
+            elif (self._landed and self.robot.is_biped and self._tick_source != TickSource.SENSOR
+                  and self._samples):
+                planned = self._landed_feet()
             torso = None
             if planned is not None:  # upright over the feet, as walking (the posture may lean after a fault)
                 yaws = [yaw_of(planned[frame][:3, :3]) for frame in self._feet.values()]
@@ -1047,6 +1051,24 @@ class WholeBodyStage:
                    f"max_settle_distance {self.params.max_settle_distance} m")
             self.log.warning(f"plan {self._plan_id} stands with feet away from where they are on the ground "
                              f"({', '.join(stays)}; {why}): they stay")
+        return feet
+
+    def _landed_feet(self) -> dict:
+        """Frame -> standing pose (4x4) of each sole after a safe stop: where the latest sample measures it
+        (its place and yaw; the base estimate's, else the model's base), flat at the posture's height; a sole
+        measured off the posture's ground keeps the posture's pose. On MuJoCo the feet landed and slid up to
+        3 cm from where the stop put them: standing on the posture's feet, the measured CoM led the
+        references by that much and the planner's CoM feedback dragged them until Talos tipped over."""
+        sample = self._samples[self._latest_sample_ns]
+        measured = self.robot.foot_poses(self._measured_configuration(self._q, sample))
+        posture = self.robot.foot_poses(self._q)
+        feet = {}
+        for frame in self._feet.values():
+            (position, rotation), z = measured[frame], posture[frame][0][2]
+            if abs(position[2] - z) <= GROUND_TOLERANCE:
+                feet[frame] = pose_matrix((position[0], position[1], z), yaw_of(rotation))
+            else:
+                feet[frame] = pose_matrix(posture[frame][0], yaw_of(posture[frame][1]))
         return feet
 
     def _settling(self, planned: dict) -> Optional[dict]:
