@@ -16,6 +16,17 @@ default, node logs in a temporary directory). For each node (walk_behavior, mpc_
 Printed as a table. A benchmark, not a test: it runs in real time on the physics (about 20 s per row).
 
     bash -c 'source tools/env.sh && source install/setup.bash && python -P benchmarks/faults.py'
+
+``--in-process``: the same drill without ROS (:mod:`walk_mpc.core.control.fault_drill`: the three controllers
+wired as the graph on one MuJoCo plant, simulated time), each node killed at ``--times`` seconds into a 4-step
+0.2 m walk of 0.8 s steps (default: 16 times covering sway, early and late swing and double support of each
+step, and the catch) and once standing; restarted 1 s after the walk ended, a 2-step walk ``--stand`` seconds
+later. Columns: the gait phase of the kill, the walk's result and its sensor time after the kill, a fall (the
+in-process loop's fall detection on the simulator's truth), the largest distance of a CoM reference to the
+nearest sole, the recovery (sensor time from the restart to the ik's first command on a reference; for
+walk_behavior its first status), and the walk after the restart. About 2 s of wall time per row.
+
+    python -P benchmarks/faults.py --in-process [--nodes ik] [--times 1.6 2.3] [--stand 1.0]
 """
 
 from __future__ import annotations
@@ -45,6 +56,9 @@ from walk_mpc.tools.send_walk import ActionServerLost, send_walk, walk_action_cl
 
 NODES = ("walk_behavior", "mpc_planner", "ik")
 PHASES = ("stand", "step2", "late")
+#: Kill times [s into the walk] of --in-process: 0.6 s sway, then per 0.8 s step 0.5 s single support (early
+#: and late swing) and 0.3 s double support, the catch.
+IN_PROCESS_TIMES = (0.1, 0.4, 0.7, 0.9, 1.2, 1.4, 1.6, 1.75, 1.9, 2.1, 2.3, 2.6, 2.9, 3.2, 3.5, 3.8)
 
 
 class Probe:
@@ -220,12 +234,61 @@ def drill(processes: GraphProcesses, probe: Probe, node: str, phase: str) -> dic
     return row
 
 
+def in_process(nodes, times, stand: float, sim: str) -> int:
+    """The drill in process (module docstring): one row per node and kill time, then the table; the exit
+    status is 1 when a row fails issue 17's acceptance."""
+    from walk_mpc.core.body.robot import RobotModel
+    from walk_mpc.core.control.fault_drill import DrillGraph, drill
+    from walk_mpc.core.sim.kinematic import KinematicSim
+
+    robot = RobotModel(RobotModel.Parameters(robot="talos_reduced"))
+    if sim == "mujoco":
+        from walk_mpc.core.sim.mujoco import MujocoSim
+
+        def make():
+            return MujocoSim(KinematicSim.Parameters(), robot=robot)
+    else:
+        def make():
+            return KinematicSim(KinematicSim.Parameters(), robot=robot)
+    rows = []
+    for node in nodes:
+        for kill_at in (*times, None):
+            graph = DrillGraph(robot, make())
+            graph.run(1.0)
+            started = time.perf_counter()
+            row = drill(graph, node, kill_at, settle=stand)
+            rows.append(row)
+            print(f"{row.node:13s} {'-' if kill_at is None else f'{kill_at:.2f}':>5s} {row.phase:20s} "
+                  f"{row.result:16s} end {row.end_s:5.2f} s  fell {row.fell!s:5s} max ref "
+                  f"{row.max_reference_m:.3f} m  recovery {row.recovery_s:.2f} s  after {row.after or '-'} "
+                  f"{'' if row.passed else 'FAILS ' + (row.fall_reason or row.after_message)} "
+                  f"[{time.perf_counter() - started:.0f} s]", flush=True)
+    print("\n| node | killed at [s] | phase | result | end after kill [s] | fell | max CoM ref to feet [m] | "
+          "recovery [s] | walk after restart |\n|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        end = "-" if math.isnan(r.end_s) else f"{r.end_s:.2f}"
+        fell = f"**yes** ({r.fall_reason})" if r.fell else "no"
+        killed = "standing" if r.kill_at is None else f"{r.kill_at:.2f}"
+        print(f"| {r.node} | {killed} | {r.phase} | {r.result} | {end} | {fell} | {r.max_reference_m:.3f} | "
+              f"{r.recovery_s:.2f} | {r.after or '-'} |")
+    passed = sum(r.passed for r in rows)
+    print(f"\n{passed} of {len(rows)} rows meet the acceptance")
+    return 0 if passed == len(rows) else 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sim", default="mujoco", help="simulator backend (mujoco or kinematic)")
     parser.add_argument("--nodes", nargs="*", default=list(NODES), choices=NODES)
     parser.add_argument("--phases", nargs="*", default=list(PHASES), choices=PHASES)
+    parser.add_argument("--in-process", action="store_true", help="the drill without ROS (module docstring)")
+    parser.add_argument("--times", nargs="*", type=float, default=list(IN_PROCESS_TIMES),
+                        help="--in-process: kill times [s into the walk]")
+    parser.add_argument("--stand", type=float, default=1.0,
+                        help="--in-process: seconds from the restart to the walk after it")
     args = parser.parse_args()
+    if args.in_process:
+        return in_process(args.nodes, args.times, args.stand, args.sim)
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     rows = []
     with tempfile.TemporaryDirectory() as logs:

@@ -12,6 +12,9 @@ stamps. Each control node is killed at 10 random gait phases of a 4-step walk an
 * 1 s after the node's restart the loop runs (the ik ticks on references), and a 2-step walk from wherever
   the robot stands succeeds (landings seen in the contact forces).
 
+The graph is :class:`~walk_mpc.core.control.fault_drill.DrillGraph` (shared with ``benchmarks/faults.py
+--in-process``). On MuJoCo, in process, the kill times at which Talos used to fall (a few seconds each).
+
 The same scenarios with the real processes and SIGKILL: test_graph_faults.py; on MuJoCo: benchmarks/faults.py.
 """
 
@@ -24,18 +27,14 @@ import random
 import numpy as np
 import pytest
 
-from walk_mpc.core.body.robot import RobotModel, yaw_of
-from walk_mpc.core.control.planner_stage import PlannerStage, PlannerStageParameters
-from walk_mpc.core.control.types import NS_PER_S, WholeBodyStatus
-from walk_mpc.core.control.walk_supervisor import WalkSupervisor, WalkSupervisorParameters
-from walk_mpc.core.control.whole_body_stage import WholeBodyStage, WholeBodyStageParameters
-from walk_mpc.core.sim.backend import JointTrajectoryCommand
+from walk_mpc.core.body.robot import RobotModel
+from walk_mpc.core.control.fault_drill import DrillGraph
+from walk_mpc.core.control.planner_stage import PlannerStageParameters
+from walk_mpc.core.control.types import NS_PER_S
+from walk_mpc.core.control.whole_body_stage import WholeBodyStageParameters
 from walk_mpc.core.sim.kinematic import KinematicSim
-from walk_mpc.core.walk import footsteps
 from walk_mpc.core.walk.behavior import WalkErrorCode
-from walk_mpc.core.walk.timeline import FootPose
 
-ORIGIN_NS = 1_000 * NS_PER_S
 PERIOD_NS = 10_000_000
 REACH = 1.5  # [m] acceptance: no CoM reference farther from the feet
 END_WITHIN_NS = NS_PER_S // 2  # acceptance: a silent node ends the walk within 0.5 s
@@ -44,131 +43,28 @@ TRIALS = 10  # random gait phases per node
 pytestmark = pytest.mark.slow
 
 
-class InProcessGraph:
-    """The three controllers on a kinematic plant, wired as the node graph (see the module docstring)."""
+class InProcessGraph(DrillGraph):
+    """The three controllers on a kinematic plant, wired as the node graph (see the module docstring and
+    :class:`~walk_mpc.core.control.fault_drill.DrillGraph`): the planner's default sole region at this
+    robot's LIPM height, feedback gain 0.1; the plant must never fall."""
 
     def __init__(self, robot: RobotModel, whole_body: WholeBodyStageParameters | None = None) -> None:
-        self.robot = robot
-        self.whole_body_params = whole_body if whole_body is not None else WholeBodyStageParameters()
-        self.sim = KinematicSim(KinematicSim.Parameters(), robot=robot)
-        q = np.array(self.sim.state.q)
+        sim = KinematicSim(KinematicSim.Parameters(), robot=robot)
+        q = np.array(sim.state.q)
         soles = [p[2] for p, _ in robot.foot_poses(q).values()]
         planner = PlannerStageParameters().planner  # the LIPM height of this robot, feedback gain 0.1
         mpc = dataclasses.replace(planner.mpc, com_height=float(robot.com(q)[2] - np.mean(soles)))
         planner = dataclasses.replace(planner, mpc=mpc, feedback_gain=0.1)
-        self.planner_params = PlannerStageParameters(planner=planner)
-        self.supervisor_params = WalkSupervisorParameters(sensor_timeout=0.25,
-                                                          watch_links=("mpc_planner", "ik"))
-        self.alive = {"walk_behavior": True, "mpc_planner": True, "ik": True}
-        self.supervisor = WalkSupervisor(self.supervisor_params, robot)
-        self.planner = PlannerStage(robot, self.planner_params)
-        self.whole_body = WholeBodyStage(robot, self.whole_body_params)
-        self.plan = None  # the latched walk/plan
-        self.results = []
-        self.stamp = ORIGIN_NS
-        self.reference_distances = []  # distance of each CoM reference to the nearest measured sole [m]
-        self.reference_ticks = 0  # ik commands on a reference
-        self.samples = 0
-
-    # -- the graph's links
-    def _deliver_plan(self, plan) -> None:
-        self.plan = plan
-        if self.alive["mpc_planner"]:
-            self.planner.set_plan(plan)
-        if self.alive["ik"]:
-            self.whole_body.set_plan(plan)
-
-    def _supervise(self, output) -> None:
-        self.results += output.results
-        if output.plan is not None:
-            self._deliver_plan(output.plan)
-
-    def _report(self, component, status, stamp):
-        if self.alive["walk_behavior"]:
-            self._supervise(self.supervisor.report(component, int(status), stamp, steady_ns=self.stamp))
-
-    def _command(self, command) -> None:
-        if command is None:
-            return
-        self._report("ik", command.status, command.stamp_ns)
-        self.reference_ticks += command.source == "reference" and command.status == WholeBodyStatus.OK
-        self.sim.set_trajectory(JointTrajectoryCommand(
-            self.whole_body.joint_names, command.times, command.positions,
-            stamp=(command.stamp_ns - ORIGIN_NS) / NS_PER_S, velocities=command.velocities))
+        super().__init__(robot, sim, PlannerStageParameters(planner=planner), whole_body)
 
     def step(self) -> None:
-        """One hardware period: the plant steps, every living controller takes the sample."""
-        state = self.sim.step()
-        assert not state.fallen, "the plant fell"
-        self.stamp = ORIGIN_NS + state.step_count * PERIOD_NS
-        sample = self.sim.sensor_sample()
-        self.samples += 1
-        if self.alive["walk_behavior"]:
-            self._supervise(self.supervisor.observe(self.stamp, sample, self.stamp))
-            if self.samples % 2 == 0:
-                self._supervise(self.supervisor.check_timeouts(self.stamp))
-        if self.alive["ik"]:
-            self._command(self.whole_body.observe(self.stamp, sample))
-        if self.alive["mpc_planner"]:
-            tick = self.planner.observe(self.stamp, sample)
-            if tick.status is not None:
-                self._report("mpc_planner", tick.status, self.stamp)
-            if tick.reference is not None:
-                self._check_reach(tick.reference, state.q)
-                if self.alive["ik"]:
-                    self._command(self.whole_body.on_reference(tick.reference))
-            if tick.ahead is not None and self.alive["ik"]:
-                self.whole_body.on_reference_ahead(tick.ahead)
-
-    def _check_reach(self, reference, q) -> None:
-        soles = [p for p, _ in self.robot.foot_poses(np.asarray(q)).values()]
-        com = reference.com_position[0]
-        self.reference_distances.append(min(math.hypot(com[0] - p[0], com[1] - p[1]) for p in soles))
-
-    def run(self, seconds: float) -> None:
-        for _ in range(int(round(seconds * NS_PER_S / PERIOD_NS))):
-            self.step()
-
-    # -- faults
-    def kill(self, name: str) -> None:
-        self.alive[name] = False
-
-    def restart(self, name: str) -> None:
-        if name == "walk_behavior":
-            self.supervisor = WalkSupervisor(self.supervisor_params, self.robot)
-        elif name == "mpc_planner":
-            self.planner = PlannerStage(self.robot, self.planner_params)
-            if self.plan is not None:
-                self.planner.set_plan(self.plan)
-        else:
-            self.whole_body = WholeBodyStage(self.robot, self.whole_body_params)
-            if self.plan is not None:
-                self.whole_body.set_plan(self.plan)
-        self.alive[name] = True
-
-    # -- walking
-    def feet(self) -> tuple:
-        q = np.asarray(self.sim.state.q)
-        poses = self.robot.foot_poses(q)
-        return tuple(FootPose(tuple(poses[f][0]), yaw_of(poses[f][1]))
-                     for f in (self.robot.left_foot_frame, self.robot.right_foot_frame))
-
-    def send(self, count: int, goal: bytes):
-        left, right = self.feet()
-        width = math.hypot(left.position[0] - right.position[0], left.position[1] - right.position[1])
-        steps = footsteps.walk_forward(left, right, 0.2 * (count - 1), 0.2, width=width, duration=0.8)
-        answer, output = self.supervisor.submit_goal(goal, steps, True, self.stamp)
-        assert answer.accepted, answer
-        self._supervise(output)
-        return steps
+        super().step()
+        assert not self.fallen, f"the plant fell: {self.falls.reason}"
 
     def walk_to_the_end(self, goal: bytes, limit: float = 10.0):
-        for _ in range(int(limit * NS_PER_S / PERIOD_NS)):
-            self.step()
-            done = [r for r in self.results if r.goal_id == goal]
-            if done:
-                return done[0]
-        raise AssertionError(f"goal {goal!r} did not end within {limit} s")
+        result = super().walk_to_the_end(goal, limit)
+        assert result is not None, f"goal {goal!r} did not end within {limit} s"
+        return result
 
 
 @pytest.fixture(scope="module")
@@ -179,7 +75,7 @@ def talos():
 def drill(talos, node: str, kill_after: float | None, seed: int) -> None:
     graph = InProcessGraph(talos)
     graph.run(1.0)  # the loop runs: plans, references, commands
-    assert graph.reference_ticks > 10
+    assert len(graph.reference_ticks) > 10
     if kill_after is None:  # standing
         graph.kill(node)
         graph.run(0.5)
@@ -198,11 +94,11 @@ def drill(talos, node: str, kill_after: float | None, seed: int) -> None:
             assert f"is the {node} running?" in result.error_msg, result
             assert graph.stamp - killed <= END_WITHIN_NS + PERIOD_NS, (graph.stamp - killed) / NS_PER_S
             graph.run(1.0)
-    assert max(graph.reference_distances) < REACH
+    assert max(d for _, d in graph.reference_distances) < REACH
     graph.restart(node)
-    ticks = graph.reference_ticks
+    ticks = len(graph.reference_ticks)
     graph.run(1.0)
-    assert graph.reference_ticks > ticks + 10, f"the loop does not run 1 s after the {node} restart"
+    assert len(graph.reference_ticks) > ticks + 10, f"the loop does not run 1 s after the {node} restart"
     goal = b"after-%d" % seed
     steps = graph.send(2, goal)
     result = graph.walk_to_the_end(goal)
@@ -210,7 +106,7 @@ def drill(talos, node: str, kill_after: float | None, seed: int) -> None:
     for step in steps:
         error = graph.supervisor.landings.landing_error(step.step_index)
         assert error is not None and error < 0.03, (step, error)
-    assert max(graph.reference_distances) < REACH
+    assert max(d for _, d in graph.reference_distances) < REACH
 
 
 @pytest.mark.parametrize("node", ["ik", "mpc_planner", "walk_behavior"])
@@ -289,3 +185,38 @@ def test_a_dead_ik_s_last_command_puts_the_swing_foot_down_with_the_landing_tail
         assert abs(right[2] - left[2]) < 0.003
     else:
         assert right[2] - left[2] > 0.02
+
+
+# ---------------------------------------------------------------------------------------------- MuJoCo
+#: Kill times [s into the 4-step walk] on MuJoCo that used to make Talos fall (issue 17): the ik killed early
+#: in the swing of step 2 (the walk after its restart fell); the mpc_planner killed as step 2 lifts off, or
+#: early in the swing of step 2 or 3 (the safe stop stopped a CoM moving at walking speed at once, or hurried
+#: a whole step from lift-off, and Talos tipped back). Killed early in step 3's swing, the planner no longer
+#: makes Talos fall during the safe stop, but the robot still rocks when the planner restarts 1 s later (a
+#: hurried landing) and it tips 0.5 s after (the restarted planner starts from the measured CoM at rest).
+USED_TO_FALL = [("ik", 1.6), ("mpc_planner", 1.4), ("mpc_planner", 1.6),
+                pytest.param("mpc_planner", 2.3, marks=pytest.mark.xfail(
+                    reason="tips 0.5 s after the planner's restart (issue 17: still open)", strict=False))]
+
+
+@pytest.mark.parametrize("node, kill_at", USED_TO_FALL)
+def test_on_mujoco_a_node_killed_where_talos_used_to_fall_ends_the_walk_and_a_walk_after_its_restart_succeeds(
+        talos, node, kill_at):
+    """In process on MuJoCo physics (the drill of benchmarks/faults.py --in-process): the walk ends within
+    0.5 s naming the node, Talos does not fall (the in-process loop's fall detection on the simulator's
+    truth), no CoM reference leaves 1.5 m of the feet, and a 2-step walk after the restart succeeds with its
+    landings measured in the contact forces."""
+    pytest.importorskip("mujoco")
+    from walk_mpc.core.control.fault_drill import drill
+    from walk_mpc.core.sim.mujoco import MujocoSim
+
+    graph = DrillGraph(talos, MujocoSim(KinematicSim.Parameters(), robot=talos))
+    graph.run(1.0)
+    row = drill(graph, node, kill_at)
+    assert not row.fell, row.fall_reason
+    assert row.result == {"ik": "IK_FAILURE", "mpc_planner": "PLANNER_FAILURE"}[node], row
+    assert f"is the {node} running?" in row.message and row.end_s <= END_WITHIN_NS / NS_PER_S + 0.011, row
+    assert row.max_reference_m < REACH
+    assert row.recovery_s < 1.0
+    assert row.after == "NONE", row.after_message
+    assert row.passed

@@ -15,4 +15,6 @@ Modules:
     planner_stage: :class:`PlannerStage`, samples + plan -> CoM references (the ``mpc_planner`` node).
     whole_body_stage: :class:`WholeBodyStage`, references + samples -> joint commands (the ``ik`` node).
     closed_loop: :class:`ClosedLoopWalk`, the stages on a simulator backend in one process.
+    fault_drill: :class:`DrillGraph`, the three controllers wired as the graph on a simulator backend, a node
+        killed and restarted (issue 17's in-process drill: ``test_fault_drill``, ``benchmarks/faults.py``).
 """
