@@ -85,7 +85,8 @@ class DrillGraph:
         self.results: list = []  # the supervisor's walk results, in order
         self.stamp = ORIGIN_NS
         self.samples = 0
-        self.reference_distances: list = []  # (stamp, distance of a CoM reference to the nearest sole [m])
+        self.reference_distances: list = []  # distance of each CoM reference to the nearest sole [m]
+        self.reference_stamps: list = []  # the stamp [ns] of each
         self.reference_ticks: list = []  # stamps of the ik's OK commands on a reference
         self.statuses = 0  # supervisor status outputs (walk/status)
 
@@ -150,7 +151,8 @@ class DrillGraph:
         soles = [p for p, _ in self.robot.foot_poses(np.asarray(q)).values()]
         com = reference.com_position[0]
         distance = min(math.hypot(com[0] - p[0], com[1] - p[1]) for p in soles)
-        self.reference_distances.append((self.stamp, distance))
+        self.reference_distances.append(distance)
+        self.reference_stamps.append(self.stamp)
 
     def run(self, seconds: float, stop: Optional[Callable[[], bool]] = None) -> bool:
         """Step ``seconds`` of sensor time, or until ``stop()`` (checked after each step) or a fall; whether
@@ -313,7 +315,7 @@ def drill(graph: DrillGraph, node: str, kill_at: Optional[float], steps: int = 4
                 row.after, row.after_message = WalkErrorCode(result.error_code).name, result.error_msg
             graph.run(1.0)  # standing after it
     row.fell, row.fall_reason = graph.fallen, graph.falls.reason
-    distances = [d for stamp, d in graph.reference_distances if stamp >= killed]
+    distances = [d for stamp, d in zip(graph.reference_stamps, graph.reference_distances) if stamp >= killed]
     row.max_reference_m = max(distances) if distances else math.nan
     return row
 
