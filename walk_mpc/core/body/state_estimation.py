@@ -25,7 +25,7 @@ import pinocchio as pin
 from walk_mpc.core.body.robot import RobotModel, rotation_z, yaw_of
 from walk_mpc.core.errors import InputError
 from walk_mpc.core.walk.step import Foot
-from walk_mpc.core.walk.timeline import FootPose
+from walk_mpc.core.walk.timeline import FootPose, Timeline
 
 
 @dataclasses.dataclass(frozen=True)
@@ -312,4 +312,45 @@ def estimate_state_from_imu(
     return MeasuredState(q, com, velocity, feet, "imu")
 
 
-__all__ = ["MeasuredState", "estimate_state", "estimate_state_from_imu"]
+def correction_anchor(timeline: Timeline, t: float, foot: Foot) -> tuple[Foot, FootPose]:
+    """The sole that places the base when ``foot`` is measured for a support correction at ``t`` [s] without
+    a base estimate (a lift-off, or CATCH): the other foot, at its pose of the phase before ``t``'s, where it
+    stood until now (kinematic odometry: the new stance sole is measured from the old one before the
+    estimate switches to it, so the estimated CoM does not jump by the landing error at the switch).
+    """
+    other = Foot(int(foot)).other
+    index = timeline.phase_index_at(t)
+    return other, timeline.phases[max(0, index - 1)].foot(other)
+
+
+def sole_from_anchor(
+    robot: RobotModel,
+    joint_names: Sequence[str],
+    joint_positions: Sequence[float],
+    frame: str,
+    anchor: tuple[str, FootPose],
+    imu: Optional[tuple] = None,
+) -> FootPose:
+    """Pose of sole ``frame`` measured from the sole ``anchor = (frame, FootPose)`` (leg kinematics), the base
+    oriented by ``imu = (IMU frame, orientation xyzw)`` (:func:`estimate_state_from_imu`), or, without an IMU
+    or with one the model does not have, with the anchor sole taken flat (:func:`estimate_state`).
+
+    The support correction of both control stages measures the new stance sole with it, so that they
+    correct their timelines identically.
+    """
+    anchor_frame, pose = anchor
+    if imu is not None:
+        try:
+            robot.frame_id(imu[0])
+        except KeyError:  # FrameNotFound
+            imu = None
+    if imu is None:
+        state = estimate_state(robot, joint_names, joint_positions, None, anchor)
+    else:
+        state = estimate_state_from_imu(robot, joint_names, joint_positions, imu[0], imu[1],
+                                        {anchor_frame: (pose.position, 1.0)})
+    return state.feet[frame]
+
+
+__all__ = ["MeasuredState", "correction_anchor", "estimate_state", "estimate_state_from_imu",
+           "sole_from_anchor"]

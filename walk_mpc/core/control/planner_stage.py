@@ -29,9 +29,13 @@ converts messages and publishes); the in-process loop composes the same stage. F
      standing at the measured feet until the next plan, unless a plan received during the outage walks
      now;
    * estimates the measured state (:func:`estimate_state`, positions only: CoM and soles): joints + base
-     estimate when the sample has one, else the base placed by a stance sole at its planned pose (the one
-     already in stance at the previous tick: :func:`anchor_foot`);
-   * applies the support-foot correction (:class:`SupportCorrector`, seed 001's second feedback);
+     estimate when the sample has one, else (what a real robot measures) the base oriented by the IMU
+     (:func:`estimate_state_from_imu`; a flat sole without IMU) and placed by a stance sole at its planned
+     pose (the one already in stance at the previous tick: :func:`anchor_foot`);
+   * applies the support-foot correction (:class:`SupportCorrector`, seed 001's second feedback); without
+     a base estimate the new stance sole is measured from the other one, where it stood until this tick
+     (:func:`correction_anchor`, as the whole-body stage does), and the state is estimated again on the
+     corrected sole, so the estimate does not jump by the landing error when the stance foot changes;
    * re-syncs the planner on the robot when the robot does not follow its references (issue 17: a killed
      ik leaves the robot frozen while the plan walks on, and the planned CoM diverged to 1e32 m): when
      the measured CoM has stayed farther than ``resync_distance`` from the planned one for
@@ -59,10 +63,16 @@ import math
 from typing import Optional
 
 from walk_mpc.core.body.robot import RobotModel
-from walk_mpc.core.body.state_estimation import MeasuredState, estimate_state
+from walk_mpc.core.body.state_estimation import (
+    MeasuredState,
+    correction_anchor,
+    estimate_state,
+    estimate_state_from_imu,
+    sole_from_anchor,
+)
 from walk_mpc.core.control.stamps import StampGuard, StampGuardParameters, StampVerdict, plan_stamp_problem
 from walk_mpc.core.control.types import NS_PER_S, CoMReference, Log, PlannerStatus, WalkPlan, default_log
-from walk_mpc.core.errors import InputError, ParameterError, WalkMpcError
+from walk_mpc.core.errors import FrameNotFound, InputError, ParameterError, WalkMpcError
 from walk_mpc.core.mpc.planner import MpcPlanner, PlannerOutput, PlannerParameters
 from walk_mpc.core.mpc.problem import PlanStatus
 from walk_mpc.core.mpc.support_correction import SupportCorrectionParameters, SupportCorrector, anchor_foot
@@ -213,6 +223,7 @@ class PlannerStage:
         self._timeout_ns = int(round(p.sensor_timeout * NS_PER_S))
         self._times = (p.planner.control_period, 2.0 * p.planner.control_period)
         self._missing: dict[tuple, list] = {}  # joint names of a sample -> model joints it lacks
+        self._frames_known: dict[str, bool] = {}  # IMU frame name -> whether the model has it
         self.reset()
 
     def reset(self) -> None:
@@ -226,10 +237,12 @@ class PlannerStage:
         self._pending: Optional[WalkPlan] = None  # received, installed at the next tick
         self._plan_id = 0  # installed plan (0: none)
         self._stance: Optional[tuple] = None  # stance feet of the last tick
+        self._anchor_foot: Optional[Foot] = None  # the sole that placed the base of the last estimate
         self._ahead: Optional[tuple[PlannerOutput, CoMReference]] = None  # the announced solve
         self._stamp_rejections = 0  # consecutive samples rejected by the stamp guard
         self._ticks = self._prepared_ticks = self._corrections = self._skipped = 0
         self._last_output: Optional[PlannerOutput] = None
+        self._last_measured: Optional[MeasuredState] = None
         self._resync = ""  # why the next tick re-syncs the planner on the measured CoM ("": it does not)
         self._far_since: Optional[float] = None  # planner time since which the robot does not follow [s]
         self._resyncs = 0
@@ -286,6 +299,11 @@ class PlannerStage:
     def last_output(self) -> Optional[PlannerOutput]:
         """The planner's output of the last tick that produced a reference."""
         return self._last_output
+
+    @property
+    def last_measured(self) -> Optional[MeasuredState]:
+        """The measured state of the last tick (after its support correction), None before any."""
+        return self._last_measured
 
     @property
     def resyncs(self) -> int:
@@ -447,7 +465,9 @@ class PlannerStage:
             self._log.warning(f"{restart}: planner restarted from the measured CoM, "
                               + ("standing at the measured feet" if stand
                                  else f"on the walk of plan {self._plan_id}"))
-        self._correct_support(measured, t)
+        if self._correct_support(measured, sample, t) and sample.base_pose is None:
+            measured = self._measure(sample, t)  # on the corrected stance sole: no jump at the switch
+        self._last_measured = measured
         self._resync_if_not_followed(t, measured.com_position, new_plan)
         self._stance = planner.timeline.phase_at(t).stance_feet
         return planner.step(t, measured.com_position if self.params.feedback_enabled else None)
@@ -564,33 +584,77 @@ class PlannerStage:
                           "standing at the measured soles")
 
     def _measure(self, sample: SensorSample, t: float) -> MeasuredState:
-        """Measured state of a validated sample (positions only: the planner takes the CoM position)."""
+        """Measured state of a validated sample (positions only: the planner takes the CoM position).
+
+        Without a base estimate: with an IMU, the base orientation is the IMU's and its position puts the
+        anchor sole (:meth:`_anchor`) at its planned position (what a real robot measures: the stance
+        sole's leg kinematics); without an IMU, the anchor sole is taken flat at its planned pose."""
         base = sample.base_pose
-        anchor = self._anchor(t) if base is None else None
-        return estimate_state(self.robot, sample.joint_names, sample.joint_pos, base, anchor)
+        if base is not None:
+            return estimate_state(self.robot, sample.joint_names, sample.joint_pos, base)
+        frame, pose = self._anchor(t)
+        if len(sample.imu_names) and self._is_frame(sample.imu_names[0]):
+            return estimate_state_from_imu(self.robot, sample.joint_names, sample.joint_pos,
+                                           sample.imu_names[0], sample.imu_orientation_xyzw[0],
+                                           {frame: (pose.position, 1.0)})
+        return estimate_state(self.robot, sample.joint_names, sample.joint_pos, None, (frame, pose))
+
+    def _is_frame(self, name: str) -> bool:
+        """Whether the model has a frame ``name`` (an IMU the model does not know is not used)."""
+        known = self._frames_known.get(name)
+        if known is None:
+            try:
+                self.robot.frame_id(name)
+                known = True
+            except FrameNotFound:
+                known = False
+            if len(self._frames_known) >= 64:
+                self._frames_known.clear()
+            self._frames_known[name] = known
+        return known
 
     def _anchor(self, t: float) -> tuple[str, FootPose]:
-        """Stance sole at its planned pose (the one that was already in stance), for samples without base."""
+        """Stance sole at its planned pose, for samples without base: the sole of the previous tick while it
+        is still in stance (a sole that touched down is measured from it at the next lift-off, then
+        trusted), else the one that was already in stance (:func:`anchor_foot`)."""
         timeline = self._planner.timeline
         if timeline is None:
             return self._frames[Foot.LEFT], self._reference_feet[Foot.LEFT]
-        foot = anchor_foot(timeline, t, self._stance)
+        stance = timeline.phase_at(t).stance_feet
+        foot = self._anchor_foot
+        if foot is None or foot not in stance:
+            foot = anchor_foot(timeline, t, self._stance)
+        self._anchor_foot = foot
         return self._frames[foot], timeline.phase_at(t).foot(foot)
 
-    def _correct_support(self, measured: MeasuredState, t: float) -> None:
-        """The shared support-foot correction policy on this tick's measured state."""
+    def _correct_support(self, measured: MeasuredState, sample: SensorSample, t: float) -> bool:
+        """The shared support-foot correction policy on this tick's measured state (without a base estimate:
+        the sole measured from the other one, where it stood until now, :func:`correction_anchor`, the base
+        oriented by the IMU, :func:`sole_from_anchor`); whether it corrected the timeline."""
+        if sample.base_pose is None:
+            timeline = self._planner.timeline
+
+            imu = (sample.imu_names[0], sample.imu_orientation_xyzw[0]) if len(sample.imu_names) else None
+
+            def sole(foot: Foot) -> FootPose:
+                other, pose = correction_anchor(timeline, t, foot)
+                return sole_from_anchor(self.robot, sample.joint_names, sample.joint_pos, self._frames[foot],
+                                        (self._frames[other], pose), imu)
+        else:
+            sole = measured.sole
         try:
-            correction = self._corrector.observe(t, measured.sole)
+            correction = self._corrector.observe(t, sole)
         except WalkMpcError as exc:
             self._log.warning(f"support correction skipped at t = {t:.3f} s: {exc}")
-            return
+            return False
         if correction is None or not correction.applied:
-            return
+            return False
         self._planner.set_timeline(self._corrector.timeline)
         self._corrections += 1
         self._log.debug(f"lift-off at t = {t:.3f} s: the {correction.foot.name.lower()} sole of step "
                         f"{correction.step_index} measured {1e3 * correction.position_error:.2f} mm from its "
                         "plan")
+        return True
 
     def _reference(self, stamp_ns: int, out: PlannerOutput) -> CoMReference:
         return CoMReference(stamp_ns, self._plan_id, self._times, out.com_targets, out.com_velocity_targets,

@@ -122,7 +122,7 @@ import numpy as np
 from walk_mpc.core.body.gesture import GestureController, GestureDof, elementary_transform
 from walk_mpc.core.body.ik import IKResult, IKSolver, IKTargets
 from walk_mpc.core.body.robot import RobotModel, rotation_z, yaw_of
-from walk_mpc.core.body.state_estimation import estimate_state
+from walk_mpc.core.body.state_estimation import correction_anchor, estimate_state, sole_from_anchor
 from walk_mpc.core.body.targets import (
     StandingTargets,
     pose_matrix,
@@ -146,7 +146,7 @@ from walk_mpc.core.control.types import (
     optional_steady,
 )
 from walk_mpc.core.errors import InputError, JointNotFound, ParameterError, ShapeError, WalkMpcError
-from walk_mpc.core.mpc.support_correction import SupportCorrectionParameters, SupportCorrector, anchor_foot
+from walk_mpc.core.mpc.support_correction import SupportCorrectionParameters, SupportCorrector
 from walk_mpc.core.params import check_nonnegative, check_positive, check_range
 from walk_mpc.core.sensors import SensorSample, check_sample
 from walk_mpc.core.sim.kinematic import FEET
@@ -476,7 +476,7 @@ class WholeBodyStage:
         self._command: Optional[np.ndarray] = None  # last commanded positions (joint_names order)
         self._measured_joints: Optional[dict[str, float]] = None
         self._contacts: Optional[tuple] = None  # latest sample's contact_names and forces
-        self._samples: collections.OrderedDict = collections.OrderedDict()  # stamp [ns] -> (joints, base)
+        self._samples: collections.OrderedDict = collections.OrderedDict()  # stamp -> (joints, base, IMU)
         self._latest_sample_ns = 0  # stamp of the newest sample [ns]
         self._grace_until_ns = 0  # no staleness reported before this sensor time [ns] (a walk just started)
         self._rejecting = ""  # why samples are being rejected (the first of a series), "" if not
@@ -641,7 +641,10 @@ class WholeBodyStage:
             gap = (now - self._latest_sample_ns) / NS_PER_S
             self._resume(now, f"sensor samples resumed after {gap:.3f} s without samples (sensor_timeout "
                          f"{self.params.sensor_timeout} s)")
-        self._samples[now] = (joints, base)
+        # Without a base estimate, the IMU orients the base of a support correction.
+        imu = None if base is not None or not len(sample.imu_names) else (sample.imu_names[0],
+                                                                          sample.imu_orientation_xyzw[0])
+        self._samples[now] = (joints, base, imu)
         self._latest_sample_ns = now
         if self._grace_until_ns < 0:  # a walking plan came before any sample
             self._grace_until_ns = now + self._timeout_ns
@@ -864,8 +867,8 @@ class WholeBodyStage:
         self.log.info("model initialised from the measured configuration")
 
     def _measured_configuration(self, default: np.ndarray, sample: tuple) -> np.ndarray:
-        """Configuration of a measured sample ``(joints, base)``, the rest from ``default``."""
-        joints, base = sample
+        """Configuration of a measured sample ``(joints, base, imu)``, the rest from ``default``."""
+        joints, base = sample[0], sample[1]
         if base is None:
             base_position, base_quaternion = default[0:3], default[3:7]
         else:
@@ -895,16 +898,16 @@ class WholeBodyStage:
         return None
 
     def _measured_sole(self, sample: tuple, foot: Foot, t: float) -> FootPose:
-        """Measured pose of ``foot``'s sole in the sample; without base estimate, the base is placed by a
-        stance sole at its timeline pose (as the planner does)."""
+        """Measured pose of ``foot``'s sole in the sample; without base estimate, measured from the other sole
+        where it stood until now (:func:`correction_anchor`), the base oriented by the IMU (as the planner
+        does: :func:`sole_from_anchor`)."""
         q = self._sample_configuration(sample)
         joints = self.robot.joint_positions(q)
-        anchor = None
         if sample[1] is None:
-            previous = None if self._stance is None else tuple(Foot(i) for i in self._stance)
-            stance = anchor_foot(self._timeline, t, previous)
-            anchor = (self._feet[stance], self._timeline.phase_at(t).foot(stance))
-        measured = estimate_state(self.robot, list(joints), list(joints.values()), sample[1], anchor)
+            other, pose = correction_anchor(self._timeline, t, foot)
+            return sole_from_anchor(self.robot, list(joints), list(joints.values()), self._feet[foot],
+                                    (self._feet[other], pose), sample[2])
+        measured = estimate_state(self.robot, list(joints), list(joints.values()), sample[1])
         return measured.sole(foot)
 
     def _resume(self, now: int, why: str) -> None:
