@@ -71,3 +71,20 @@ def test_the_stabilizer_walks_0_3_m_steps_at_0_5_m_per_s(talos):
     gait = robustness.Gait(steps=6, length=0.3, single=0.5, double=0.1)
     assert gait.speed == pytest.approx(0.5)
     assert robustness.walked(robustness.run_walk(talos, True, gait))
+
+
+@pytest.fixture(scope="module")
+def estimated_plank_walks(talos):
+    """The plank walks with the samples stripped of their base pose (the controllers estimate the state from
+    the IMU and the legs: what a real robot measures)."""
+    robustness.ESTIMATED = True
+    try:
+        terrain = robustness.plank_terrain(talos, 0.02)
+        return {on: robustness.run_walk(talos, on, PLANK_WALK, terrain=terrain) for on in (False, True)}
+    finally:
+        robustness.ESTIMATED = False
+
+
+def test_with_the_state_estimated_the_stabilizer_walks_over_an_unseen_2_cm_plank(estimated_plank_walks):
+    assert estimated_plank_walks[False].fallen
+    assert robustness.walked(estimated_plank_walks[True])
