@@ -568,3 +568,15 @@ def test_stand_does_not_follow_a_foot_that_carries_no_weight_nor_while_walking(t
     assert supervisor.walking and all(o.plan is None or o.plan.walking for o in outputs)
     with pytest.raises(ParameterError, match="stand_follow_distance"):
         WalkSupervisorParameters(stand_follow_distance=-0.01)
+
+
+def test_stand_follows_a_foot_it_has_in_the_air_once_it_is_down(talos, sample):
+    """A walk_behavior's first measurement has the feet 5 cm up (a foot in the air, a base estimate off);
+    then the robot stands on both feet on the ground: Stand follows in height too."""
+    supervisor = make(talos)
+    raised = dataclasses.replace(sample, base_position=np.asarray(sample.base_position) + (0.0, 0.0, 0.05))
+    ns, _ = run(supervisor, raised, 100 * NS, 1)
+    assert supervisor.behavior.feet[0].position[2] == pytest.approx(0.05, abs=1e-3)
+    ns, outputs = run(supervisor, sample, ns, 30)
+    plans = [o.plan for o in outputs if o.plan is not None]
+    assert len(plans) == 1 and abs(plans[0].timeline.phases[-1].left.position[2]) < 1e-3

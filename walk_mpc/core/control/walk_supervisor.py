@@ -165,10 +165,10 @@ class WalkSupervisorParameters:
         deadline_topic: Name of the deadline accounting input, for the messages.
         velocity: Velocity walking (``cmd_vel``): speed limits, gait, command timeout, look-ahead.
         goal_pose: Step sizes of the walks to a goal pose (``walk/goal_pose``).
-        stand_follow_distance: Standing on both feet (both carry weight), a measured sole this far [m]
-            horizontally from Stand's for ``stand_follow_time`` re-anchors Stand at the measured feet (the
-            robot stands elsewhere than planned: a walk_behavior restarted mid-walk measured a foot in the
-            air, a stage stopped safely off the plan); 0: Stand never follows the measurement.
+        stand_follow_distance: Standing on both feet (both carry weight), a measured sole this far [m] from
+            Stand's (3D: a sole Stand has in the air too) for ``stand_follow_time`` re-anchors Stand at the
+            measured feet (the robot stands elsewhere than planned: a walk_behavior restarted mid-walk
+            measured a foot in the air, a stage stopped safely off the plan); 0: Stand never follows.
         stand_follow_yaw: The same for a sole's yaw [rad].
         stand_follow_time: How long [s] (sensor time) the feet must stay off Stand's before it follows.
     """
@@ -477,9 +477,7 @@ class WalkSupervisor:
             self._off_stand_since = None
             return
         planned = dict(zip((Foot.LEFT, Foot.RIGHT), self._core.feet))
-        distance = {foot: math.hypot(measured[foot].position[0] - planned[foot].position[0],
-                                     measured[foot].position[1] - planned[foot].position[1])
-                    for foot in planned}
+        distance = {foot: math.dist(measured[foot].position, planned[foot].position) for foot in planned}
         off = [foot for foot in planned if distance[foot] > params.stand_follow_distance
                or abs(wrap_angle(measured[foot].yaw - planned[foot].yaw)) > params.stand_follow_yaw]
         if not off:
