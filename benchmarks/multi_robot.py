@@ -61,10 +61,10 @@ def probe(args: argparse.Namespace) -> int:
     """One robot's probe (run with ``--probe`` in that robot's ROS_DOMAIN_ID): READY when its graph runs,
     then, on GO from stdin, walk for ``--duration`` s and print the window's figures as one JSON line."""
     import rclpy
-    from rclpy.executors import SingleThreadedExecutor
 
     from walk_mpc.core.walk import footsteps
     from walk_mpc.demo import RECORDED_TOPICS, LoopMonitor
+    from walk_mpc.nodes._executor import FastDispatchExecutor
     from walk_mpc.tools.recorder import RecorderNode
     from walk_mpc.tools.send_walk import DEFAULT_FEET, current_feet, send_walk, walk_action_client
     from walk_mpc.tools.spin_thread import SpinThread
@@ -74,7 +74,7 @@ def probe(args: argparse.Namespace) -> int:
     monitor = LoopMonitor()
     recorder = RecorderNode(args.record, RECORDED_TOPICS) if args.record else None
     walk_client = walk_action_client(client)
-    spin = SpinThread(SingleThreadedExecutor(), name="probe-spin")
+    spin = SpinThread(FastDispatchExecutor(), name="probe-spin")  # the probe's CPU is counted: keep it low
     for node in (client, monitor, recorder):
         if node is not None:
             spin.add_node(node)

@@ -259,3 +259,25 @@ def test_a_subscription_created_while_spinning_is_served(context, spinning):
     wait_until(lambda: publisher.get_subscription_count() == 1, "the subscription to match")
     publisher.publish(Int32(data=5))
     wait_until(lambda: received == [5], lambda: f"the message on the new subscription (got {received})")
+
+
+def test_parameter_services_left_out_of_the_wait_set_are_still_answered(context, spinning):
+    from rcl_interfaces.srv import GetParameters
+    from rclpy.executors import SingleThreadedExecutor
+
+    from walk_mpc.nodes._executor import FastDispatchExecutor
+
+    node, peer = _node(context, "fast_params"), _node(context, "fast_params_client")
+    node.declare_parameter("answer", 42)
+    executor = FastDispatchExecutor(context=context)
+    executor.add_node(node)
+    errors = spinning(executor)
+    client_executor = SingleThreadedExecutor(context=context)
+    client_executor.add_node(peer)
+    spinning(client_executor)
+    client = peer.create_client(GetParameters, "fast_params/get_parameters")
+    assert client.wait_for_service(timeout_sec=10.0)
+    future = client.call_async(GetParameters.Request(names=["answer"]))
+    wait_until(future.done, "the parameter service's answer")
+    assert future.result().values[0].integer_value == 42
+    assert not errors and len(node.services) == 7 and executor._services == []  # served by the drains

@@ -15,8 +15,9 @@ callback directly; when a timer is due it calls the timer and its callback direc
 taking a ``TimerInfo`` or a coroutine goes to the base machinery); both respect callback groups. After each
 wait it resumes the tasks in progress once (as the base executor does at each wake-up: an action's execute
 coroutine, tasks of ``create_task``). Any other ready entity (service, client, a node's guard condition,
-action server or client), and every ``DRAIN_PERIOD`` the rest (QoS event handlers), is executed by the base
-executor's own machinery, so services, futures, actions and events behave as with
+action server or client), and every ``DRAIN_PERIOD`` the rest (QoS event handlers, and the parameter and
+type-description services rclpy gives every node: 7 entities a node, answered within ``DRAIN_PERIOD``), is
+executed by the base executor's own machinery, so services, futures, actions and events behave as with
 :class:`SingleThreadedExecutor`. The executor's own guard condition, which that machinery triggers after each
 callback it runs, wakes it without a drain (else each drain would cause the next one).
 
@@ -53,6 +54,16 @@ _OTHER_KINDS = ("service", "client")
 DRAIN_PERIOD = 0.1
 
 
+#: Modules of the services every rclpy node makes (parameters, type descriptions): 7 of a node's entities,
+#: served every ``DRAIN_PERIOD`` by the base machinery rather than waited on at each wake-up.
+_INTROSPECTION_SERVICES = ("rcl_interfaces.srv", "type_description_interfaces.srv")
+
+
+def _introspection(service) -> bool:
+    """Whether ``service`` is one of the parameter or type-description services rclpy gives every node."""
+    return getattr(service.srv_type, "__module__", "").startswith(_INTROSPECTION_SERVICES)
+
+
 def fast_dispatch_supported() -> bool:
     """True when this rclpy exposes the wait-set API :class:`FastDispatchExecutor` relies on."""
     return _rclpy is not None and all(
@@ -73,6 +84,7 @@ class FastDispatchExecutor(SingleThreadedExecutor):
         self._subscriptions: List[Any] = []
         self._timers: List[Any] = []
         self._waitables: List[Any] = []  # action servers and clients: in the wait set, run by the base
+        self._services: List[Any] = []  # those in the wait set
         self._adders: List[tuple] = []  # (wait-set adder, handle) of every entity, subscriptions first
         self._fallback = not fast_dispatch_supported()
         self._node_guards: List[Any] = []
@@ -103,7 +115,7 @@ class FastDispatchExecutor(SingleThreadedExecutor):
     def _rebuild(self, nodes) -> None:
         self._subscriptions = [sub for node in nodes for sub in node.subscriptions]
         self._timers = timers = [t for node in nodes for t in node.timers]
-        services = [s for node in nodes for s in node.services]
+        self._services = services = [s for node in nodes for s in node.services if not _introspection(s)]
         clients = [c for node in nodes for c in node.clients]
         self._node_guards = [g for node in nodes for g in node.guards]
         guards = self._node_guards + [g for g in (self._guard, self._sigint_gc) if g is not None]
