@@ -280,4 +280,4 @@ def test_parameter_services_left_out_of_the_wait_set_are_still_answered(context,
     future = client.call_async(GetParameters.Request(names=["answer"]))
     wait_until(future.done, "the parameter service's answer")
     assert future.result().values[0].integer_value == 42
-    assert not errors and len(node.services) == 7 and executor._services == []  # served by the drains
+    assert not errors and len(list(node.services)) == 7 and executor._services == []  # served by the drains
