@@ -68,6 +68,7 @@ def test_a_robot_with_a_model_gets_its_description_values_on_top_of_the_paramete
     assert g1["mpc_planner"]["planner.sole.front"] == sole.front
     assert g1["mpc_planner"]["planner.mpc.com_height"] == pytest.approx(robot.standing_com_height(), abs=1e-4)
     assert g1["sim"]["kinematic.sole_left"] == robot.sole_size.left
+    assert g1["ik"]["stabilizer.sole_front"] == robot.sole_size.front != 0.1  # not Talos' (the file's)
     assert g1["walk_behavior"]["initial_left_position"][1] == pytest.approx(0.1, abs=1e-3)
     assert g1["walk_behavior"]["behavior.limits.max_forward"] == robot.step_limits().max_forward
 

@@ -139,7 +139,8 @@ def robot_overrides(model: str) -> Dict[str, Dict[str, Any]]:
     """Per node name, the flat (dotted) parameters of the legged graph that come from robot description
     ``model`` (config/robots/<model>.yaml, or a robot YAML path): the robot of every node, the planner's
     sole region and LIPM height, the walk behavior's step limits, double support and initial feet, the
-    simulated sole size (the simulator takes the robot's IMU frame when the file's ``imu_frame`` is '').
+    sole size of the ik's stabilizer and of the simulator (which takes the robot's IMU frame when the file's
+    ``imu_frame`` is '').
 
     Raises:
         ConfigError, ParameterError, ModelError: The description cannot be loaded.
@@ -173,11 +174,14 @@ def robot_overrides(model: str) -> Dict[str, Dict[str, Any]]:
                         "planner.sole.left": sole.left, "planner.sole.right": sole.right,
                         "planner.mpc.com_height": round(robot.standing_com_height(), 4)})
     sim: Dict[str, Any] = {"kinematic.robot.robot": model}
+    ik: Dict[str, Any] = {"robot.robot": model}
     if robot.is_biped:
         size = robot.sole_size
         sim.update({"kinematic.sole_front": size.front, "kinematic.sole_back": size.back,
                     "kinematic.sole_left": size.left, "kinematic.sole_right": size.right})
-    return {"walk_behavior": walk_behavior, "mpc_planner": planner, "ik": {"robot.robot": model}, "sim": sim,
+        ik.update({"stabilizer.sole_front": size.front, "stabilizer.sole_back": size.back,
+                   "stabilizer.sole_left": size.left, "stabilizer.sole_right": size.right})
+    return {"walk_behavior": walk_behavior, "mpc_planner": planner, "ik": ik, "sim": sim,
             "robot_state": {"frames.robot.robot": model}}
 
 
