@@ -41,6 +41,7 @@ import pinocchio as pin
 from walk_mpc.core.body.ik import IKSolver
 from walk_mpc.core.body.robot import RobotModel, yaw_of
 from walk_mpc.core.control.planner_stage import PlannerStage, PlannerStageParameters
+from walk_mpc.core.control.step_adjustment import StepAdjuster, StepAdjustmentParameters
 from walk_mpc.core.control.types import NS_PER_S, JointCommand, WalkPlan, WholeBodyStatus
 from walk_mpc.core.control.whole_body_stage import WholeBodyStage, WholeBodyStageParameters
 from walk_mpc.core.errors import InputError, ParameterError
@@ -49,6 +50,7 @@ from walk_mpc.core.mpc.problem import MpcParameters
 from walk_mpc.core.mpc.support_correction import SupportCorrectionParameters, SupportCorrector
 from walk_mpc.core.params import check_nonnegative, check_positive
 from walk_mpc.core.sim.backend import JointTrajectoryCommand, SimBackend, SimState
+from walk_mpc.core.walk.saturation import StepLimits
 from walk_mpc.core.walk.step import Foot
 from walk_mpc.core.walk.timeline import FootPose, Timeline
 
@@ -273,6 +275,10 @@ class ClosedLoopWalk:
         params: Loop options.
         stage_options: Further options of the two stages (``prepare_ahead``, ``solve_ahead``): a dict with
             keys ``planner`` and ``whole_body`` of keyword arguments for their parameters.
+        step_adjustment: Step adjustment from the measured DCM (:mod:`.step_adjustment`, the walk
+            behavior's in the graph), within ``step_limits`` (default: the walk behavior's); None or disabled:
+            the plan is never changed. Enabled, an adjusted plan goes to both stages as a new plan (plan id
+            + 1) after the sample it was decided on, as the ``walk_behavior`` node publishes it.
 
     Raises:
         ParameterError: The control period is not a multiple of the hardware period, or differs from
@@ -283,7 +289,9 @@ class ClosedLoopWalk:
                  planner_params: Optional[PlannerParameters] = None,
                  ik_params: Optional[IKSolver.Parameters] = None,
                  params: Optional[ClosedLoopParameters] = None,
-                 stage_options: Optional[dict] = None) -> None:
+                 stage_options: Optional[dict] = None,
+                 step_adjustment: Optional[StepAdjustmentParameters] = None,
+                 step_limits: Optional[StepLimits] = None) -> None:
         if not isinstance(timeline, Timeline):
             raise InputError("timeline", timeline, "a Timeline")
         self.params = params if params is not None else ClosedLoopParameters()
@@ -329,6 +337,9 @@ class ClosedLoopWalk:
         self._scorer.set_plan(timeline)
         self._frames = {Foot.LEFT: robot.left_foot_frame, Foot.RIGHT: robot.right_foot_frame}
         self.commands: list[JointCommand] = []  # every command applied, in order (``keep_commands``)
+        self.adjuster = (StepAdjuster(robot, step_adjustment, step_limits)
+                         if step_adjustment is not None and step_adjustment.enabled else None)
+        self.plans: list[WalkPlan] = [self.plan]  # every plan given to the stages, in order
         self.keep_commands = False
 
     @property
@@ -381,7 +392,23 @@ class ClosedLoopWalk:
                 record = TickRecord((stamp - ORIGIN_NS) / NS_PER_S, state, tick.output, q, not command.held)
         if tick.ahead is not None:
             self.whole_body.on_reference_ahead(tick.ahead)
+        if self.adjuster is not None:
+            self._adjust_steps(stamp, sample)
         return record
+
+    def _adjust_steps(self, stamp: int, sample) -> None:
+        """Step adjustment on this sample: an adjusted plan to both stages (as the walk behavior publishes
+        it after the sample)."""
+        plan = self.plan
+        steps = self.adjuster.observe((stamp - plan.stamp_ns) / NS_PER_S, plan.timeline, sample)
+        if steps is None:
+            return
+        first = plan.timeline.phases[0]
+        timeline = Timeline(first.left, first.right, steps, plan.timeline.timing, first.t_start)
+        self.plan = WalkPlan(plan.plan_id + 1, True, plan.stamp_ns, timeline)
+        self.plans.append(self.plan)
+        self.planner_stage.set_plan(self.plan)
+        self.whole_body.set_plan(self.plan)
 
     def run(self, until: Optional[float] = None,
             on_tick: Optional[Callable[[TickRecord], None]] = None) -> WalkOutcome:

@@ -59,6 +59,7 @@ from typing import Hashable, Optional, Sequence
 from walk_mpc.core.body.robot import RobotModel, yaw_of
 from walk_mpc.core.control.landings import LandingMonitor, LandingParameters
 from walk_mpc.core.control.stamps import StampGuard, StampGuardParameters, StampVerdict
+from walk_mpc.core.control.step_adjustment import StepAdjuster, StepAdjustmentParameters
 from walk_mpc.core.control.types import (
     NS_PER_S,
     Log,
@@ -171,6 +172,10 @@ class WalkSupervisorParameters:
             measured a foot in the air, a stage stopped safely off the plan); 0: Stand never follows.
         stand_follow_yaw: The same for a sole's yaw [rad].
         stand_follow_time: How long [s] (sensor time) the feet must stay off Stand's before it follows.
+        step_adjustment: Step adjustment from the measured DCM (:mod:`.step_adjustment`; needs the robot):
+            on every sample of a walk, a swinging step the DCM error needs elsewhere is moved (within the
+            behavior's step limits; committed indices stay) and the adjusted plan published. Disabled by
+            default: never called.
     """
 
     behavior: WalkBehavior.Parameters = dataclasses.field(default_factory=WalkBehavior.Parameters)
@@ -193,8 +198,11 @@ class WalkSupervisorParameters:
     stand_follow_distance: float = 0.02
     stand_follow_yaw: float = 0.05
     stand_follow_time: float = 0.2
+    step_adjustment: StepAdjustmentParameters = dataclasses.field(default_factory=StepAdjustmentParameters)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.step_adjustment, StepAdjustmentParameters):
+            raise ParameterError("step_adjustment", self.step_adjustment, "a StepAdjustmentParameters")
         if not isinstance(self.goal_pose, GoalPoseParameters):
             raise ParameterError("goal_pose", self.goal_pose, "a GoalPoseParameters")
         if not isinstance(self.behavior, WalkBehavior.Parameters):
@@ -321,6 +329,9 @@ class WalkSupervisor:
         self._velocity_stopping_logged = False
         self._deferred: Optional[tuple] = None  # (goal_id, steps, plan_complete, pose) waiting for Stand
         self._goal_poses = 0  # goal poses received (their ids)
+        adjust = self.params.step_adjustment
+        self._adjuster = (StepAdjuster(self.robot, adjust, self.params.behavior.limits)
+                          if adjust.enabled and self.robot is not None else None)
 
     # ------------------------------------------------------------------ read-only state
     @property
@@ -413,12 +424,33 @@ class WalkSupervisor:
             self._landings.observe(status.t, status.phase, self._loads, self._measured if tick else None)
         if status.result is not None:
             results.append(self._checked(status.result))
+        elif self._adjuster is not None and walking:
+            status = self._adjust_steps(status, sample)
         started = self._after_results(results)
         if tick and status.support_foot is not None and self._measured is not None:
             measured = self._measured[status.support_foot]
             status = dataclasses.replace(status, measured_support_foot_pose=measured)
         plan = self._plan_if_changed() if started else self._plan_if_changed(status.timeline)
         return SupervisorOutput(status if tick else None, plan, tuple(results))
+
+    @property
+    def step_adjuster(self) -> Optional[StepAdjuster]:
+        """The step adjuster (None when disabled)."""
+        return self._adjuster
+
+    def _adjust_steps(self, status: WalkStatus, sample: SensorSample) -> WalkStatus:
+        """Step adjustment on this sample: the moved steps into the behavior (the status shows them)."""
+        core = self._core
+        steps = self._adjuster.observe(core.time, status.timeline, sample)
+        if steps is None:
+            return status
+        moved = core.adjust_steps(steps)
+        if not moved:
+            return status
+        dx, dy = self._adjuster.last["shift"]
+        self._log.info(f"goal {goal_name(core.goal_id)}: step {', '.join(map(str, moved))} moved by the DCM "
+                       f"error (shift {dx:.3f}, {dy:.3f} m at t = {core.time:.3f} s)")
+        return dataclasses.replace(core.status, t_step_rem=status.t_step_rem, result=status.result)
 
     def reject(self, reason: str) -> SupervisorOutput:
         """A sample the caller could not even convert (e.g. arrays of mismatched lengths): reported like a

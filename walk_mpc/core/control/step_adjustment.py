@@ -1,0 +1,255 @@
+"""Step adjustment from the measured DCM (capture point): where the swinging foot lands after a disturbance.
+
+:class:`StepAdjuster` observes the sensor samples of a walk (what a real robot measures: encoders, joint
+velocities, IMU; the base placed by the leg kinematics of the planned stance sole,
+:func:`~walk_mpc.core.body.state_estimation.estimate_state_from_imu`) and, in single support, decides whether
+the swinging step must land elsewhere (LIPM, ``omega = sqrt(g / h)``, ``h`` the measured CoM height above the
+stance sole):
+
+1. **Nominal DCM at touchdown.** The DCM the plan expects when step ``k`` lands, by the backward recursion
+   of the plan's footholds (Englsberger 2015; the ZMP on the stance sole in single support, at the middle of
+   the soles in double support, the DCM at the end of the plan on the middle of the final feet): over a
+   phase of duration ``T`` with the ZMP at ``z``, ``xi_start = z + (xi_end - z) exp(-omega T)``.
+2. **What the ZMP can correct.** With the ZMP at ``q`` on the stance sole until touchdown (in ``tau``), the
+   measured DCM ``xi`` lands at ``q + (xi - q) exp(omega tau)``; the ZMP that brings it onto the nominal one
+   is ``q* = (xi e - xi_k) / (e - 1)`` (``e = exp(omega tau)``). Inside the stance sole (the planner's
+   support region of the robot, shrunk by ``sole_margin``; ``zmp_tolerance`` beyond it, the estimate's
+   noise) the stabilizer can correct the error: nothing changes. Outside, ``q*`` is clamped into the sole
+   and the DCM at touchdown misses the nominal one by ``delta = (q* - q_clamped) (e - 1)``: the step moves
+   by ``delta`` (the DCM keeps its nominal offset from the landed sole), when ``|delta|`` exceeds
+   ``deadband``.
+3. **Within the step limits.** The moved step is saturated against its stance sole
+   (:func:`~walk_mpc.core.walk.saturation.saturate_step`, the walk's :class:`StepLimits`), and the steps after
+   it against their new predecessors: :func:`adjusted_steps`.
+
+Decisions are taken from ``min_swing_time`` after lift-off (the DCM estimate settles on the new stance sole)
+to ``min_time_to_touchdown`` before touchdown (later, the foot cannot follow), and a step already moved moves
+again only by more than ``update_distance`` (every change is a new plan). Committed step indices, feet and
+durations never change: only where the steps land.
+
+The walk behavior (:class:`~walk_mpc.core.control.walk_supervisor.WalkSupervisor`) applies the changes to its
+committed steps (they are what the plan topics and ``step_queue_saturated`` show); the in-process loop
+(:class:`~walk_mpc.core.control.closed_loop.ClosedLoopWalk`) to its plan, with the same adjuster: the graph's
+stages receive the adjusted plan as a new plan either way. Disabled, it is never called.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Optional, Sequence
+
+import numpy as np
+
+from walk_mpc.core.body.robot import RobotModel
+from walk_mpc.core.body.state_estimation import estimate_state, estimate_state_from_imu
+from walk_mpc.core.errors import ParameterError, WalkMpcError
+from walk_mpc.core.params import check_nonnegative, check_positive
+from walk_mpc.core.sensors import SensorSample
+from walk_mpc.core.walk.saturation import StepLimits, saturate_step
+from walk_mpc.core.walk.step import Foot
+from walk_mpc.core.walk.timeline import FootPose, PhaseKind, Timeline
+
+GRAVITY = 9.81  # [m/s^2]
+
+
+@dataclasses.dataclass(frozen=True)
+class StepAdjustmentParameters:
+    """Parameters of :class:`StepAdjuster`.
+
+    Attributes:
+        enabled: Adjust steps (False: the adjuster is never called; the walk is bit for bit as without it).
+        deadband: Smallest move [m] of a step: a DCM error at touchdown below it is left to the stabilizer.
+        zmp_tolerance: The ZMP needed may leave the stance sole's region by this much [m] before a step moves
+            (the DCM estimate's noise, a few cm while the stance sole rocks).
+        update_distance: A step already moved moves again only when its new place is farther than this [m]
+            (default: once per step; on MuJoCo every move of a swinging foot jerks it, and repeated moves of
+            the same step fell where one move walked).
+        min_swing_time: No decision earlier than this [s] after lift-off.
+        min_time_to_touchdown: No decision later than this [s] before touchdown.
+        sole_margin: The stance sole's region of ZMP correction is the planner's sole shrunk by this [m].
+        max_shift: Largest move [m] of a step from its planned place (before the step limits).
+        filter_time: Time constant [s] of the low-pass filter of the measured DCM (0: none).
+    """
+
+    enabled: bool = False
+    deadband: float = 0.02
+    zmp_tolerance: float = 0.05
+    update_distance: float = 0.3
+    min_swing_time: float = 0.1
+    min_time_to_touchdown: float = 0.2
+    sole_margin: float = 0.0
+    max_shift: float = 0.3
+    filter_time: float = 0.05
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.enabled, bool):
+            raise ParameterError("enabled", self.enabled, "true or false")
+        for name in ("deadband", "zmp_tolerance", "update_distance", "min_swing_time",
+                     "min_time_to_touchdown", "sole_margin", "filter_time"):
+            check_nonnegative(name, getattr(self, name))
+        check_positive("max_shift", self.max_shift)
+
+
+def adjusted_steps(timeline: Timeline, step_index: int, position: Sequence[float],
+                   limits: StepLimits) -> tuple:
+    """The timeline's steps with step ``step_index`` moved to ``position`` (x, y; its height kept), saturated
+    against its stance sole, and the later steps saturated against their new predecessors (a step within its
+    limits stays as it is)."""
+    steps = list(timeline.steps)
+    first = timeline.phases[0]
+    feet = {Foot.LEFT: first.left, Foot.RIGHT: first.right}
+    for k, step in enumerate(steps):
+        previous = feet[step.foot.other]
+        if step.step_index == step_index:
+            step = step.replace(position=(float(position[0]), float(position[1]), step.position[2]))
+            step = saturate_step(step, previous, limits)[0]
+        elif step.step_index > step_index:
+            step = saturate_step(step, previous, limits)[0]
+        steps[k] = step
+        feet[step.foot] = FootPose.of_step(step)
+    return tuple(steps)
+
+
+def nominal_touchdown_dcm(timeline: Timeline, step_index: int, omega: float) -> np.ndarray:
+    """The plan's DCM [m] (x, y) at the touchdown of step ``step_index`` (module docstring, 1): backwards from
+    the middle of the final feet, the ZMP in each double support at the middle of its soles and in each
+    single support on the stance sole."""
+    final = timeline.phases[-1]
+    xi = 0.5 * (np.asarray(final.left.position[:2]) + np.asarray(final.right.position[:2]))
+    phases = timeline.phases
+    for j in range(len(phases) - 1, -1, -1):
+        phase = phases[j]
+        if phase.kind is PhaseKind.SINGLE and phase.step_index <= step_index:
+            break
+        if phase.kind is PhaseKind.SINGLE:
+            zmp = np.asarray(phase.foot(phase.swing_foot.other).position[:2])
+        elif phase.kind is PhaseKind.DOUBLE:
+            zmp = 0.5 * (np.asarray(phase.left.position[:2]) + np.asarray(phase.right.position[:2]))
+        else:
+            continue
+        xi = zmp + (xi - zmp) * math.exp(-omega * phase.duration)
+    return xi
+
+
+class StepAdjuster:
+    """Step adjustment from the measured DCM (see the module docstring).
+
+    Args:
+        robot: Robot model (a biped; its planner sole is the stance sole's region of ZMP correction).
+        params: Parameters.
+        limits: The walk's step limits.
+    """
+
+    Parameters = StepAdjustmentParameters
+
+    def __init__(self, robot: RobotModel, params: Optional[StepAdjustmentParameters] = None,
+                 limits: Optional[StepLimits] = None) -> None:
+        self.params = params if params is not None else StepAdjustmentParameters()
+        if not isinstance(self.params, StepAdjustmentParameters):
+            raise ParameterError("params", self.params, "a StepAdjustmentParameters")
+        self.robot = robot
+        self.limits = limits if limits is not None else StepLimits()
+        self._frames = {Foot.LEFT: robot.left_foot_frame, Foot.RIGHT: robot.right_foot_frame}
+        sole = robot.planner_sole()
+        m = self.params.sole_margin
+        self._sole = (max(0.0, sole.front - m), max(0.0, sole.back - m), max(0.0, sole.left - m),
+                      max(0.0, sole.right - m))
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the filter and the moves made."""
+        self._dcm: Optional[np.ndarray] = None
+        self._dcm_t: Optional[float] = None
+        self._moved: dict = {}  # step index -> (x, y) it was last moved to
+        self.adjustments = 0
+        self.last: dict = {}  # the last decision's values (tracing)
+
+    def measure_dcm(self, t: float, timeline: Timeline, sample: SensorSample) -> Optional[tuple]:
+        """(DCM (x, y) [m] filtered, omega [1/s]) of the sample, the base placed on the planned stance soles
+        at ``t``; None when it cannot be measured."""
+        phase = timeline.phase_at(t)
+        stance = phase.stance_feet
+        anchors = {self._frames[foot]: (phase.foot(foot).position, 1.0) for foot in stance}
+        try:
+            if len(sample.imu_names):
+                state = estimate_state_from_imu(self.robot, sample.joint_names, sample.joint_pos,
+                                                sample.imu_names[0], sample.imu_orientation_xyzw[0], anchors,
+                                                sample.joint_vel, sample.imu_angular_vel[0])
+            elif sample.base_pose is not None:
+                state = estimate_state(self.robot, sample.joint_names, sample.joint_pos,
+                                       base_pose=sample.base_pose, joint_velocities=sample.joint_vel,
+                                       base_twist=(sample.base_linear_velocity, sample.base_angular_velocity))
+            else:
+                return None
+        except (WalkMpcError, KeyError, ValueError):
+            return None
+        if state.com_velocity is None:
+            return None
+        height = float(state.com_position[2]) - float(np.mean([phase.foot(f).position[2] for f in stance]))
+        if not height > 0.05:
+            return None
+        omega = math.sqrt(GRAVITY / height)
+        xi = np.asarray(state.com_position[:2]) + np.asarray(state.com_velocity[:2]) / omega
+        tau = self.params.filter_time
+        if self._dcm is None or tau <= 0.0 or self._dcm_t is None:
+            self._dcm = xi
+        else:
+            dt = max(0.0, t - self._dcm_t)
+            self._dcm = self._dcm + (xi - self._dcm) * min(1.0, dt / tau)
+        self._dcm_t = t
+        return self._dcm.copy(), omega
+
+    def observe(self, t: float, timeline: Timeline, sample: SensorSample) -> Optional[tuple]:
+        """One sample at plan time ``t`` [s] of a walking ``timeline``: the adjusted steps (all of the
+        timeline's, :func:`adjusted_steps`) when the swinging step must land elsewhere, else None."""
+        p = self.params
+        if not timeline.walking_at(t):
+            self._dcm = None
+            self._moved.clear()  # the next walk numbers its steps from 1 again
+            return None
+        measured = self.measure_dcm(t, timeline, sample)
+        phase = timeline.phase_at(t)
+        if measured is None or phase.kind is not PhaseKind.SINGLE:
+            return None
+        if t - phase.t_start < p.min_swing_time or phase.t_end - t < p.min_time_to_touchdown:
+            return None
+        xi, omega = measured
+        index = phase.step_index
+        stance = phase.foot(phase.swing_foot.other)
+        planned = np.asarray(phase.foot(phase.swing_foot).position[:2])
+        target = nominal_touchdown_dcm(timeline, index, omega)
+        e = math.exp(omega * (phase.t_end - t))
+        wanted = (xi * e - target) / (e - 1.0)  # the ZMP that brings the DCM onto the nominal one
+        c, s = math.cos(stance.yaw), math.sin(stance.yaw)
+        offset = wanted - np.asarray(stance.position[:2])
+        local = np.array([c * offset[0] + s * offset[1], -s * offset[0] + c * offset[1]])
+        front, back, left, right = self._sole
+        clamped = np.array([min(front, max(-back, local[0])), min(left, max(-right, local[1]))])
+        if float(np.max(np.abs(local - clamped))) <= p.zmp_tolerance:
+            clamped = local  # within what the ZMP (and the estimate's noise) covers
+        miss = (local - clamped) * (e - 1.0)
+        shift = np.array([c * miss[0] - s * miss[1], s * miss[0] + c * miss[1]])
+        norm = float(np.linalg.norm(shift))
+        self.last = {"t": t, "step": index, "dcm": xi.tolist(), "zmp_needed": local.tolist(),
+                     "shift": shift.tolist()}
+        if norm > p.max_shift:
+            shift *= p.max_shift / norm
+            norm = p.max_shift
+        # The shift is measured from where the step lands now (moved or not).
+        if norm <= p.deadband:
+            return None
+        place = planned + shift
+        if index in self._moved and math.dist(place, self._moved[index]) <= p.update_distance:
+            return None
+        steps = adjusted_steps(timeline, index, place, self.limits)
+        moved = next(st for st in steps if st.step_index == index)
+        if math.dist(moved.position[:2], planned) <= 1e-6:
+            self._moved[index] = tuple(place)
+            return None  # the step limits leave it where it is
+        self._moved[index] = tuple(place)
+        self.adjustments += 1
+        return steps
+
+
+__all__ = ["StepAdjuster", "StepAdjustmentParameters", "adjusted_steps", "nominal_touchdown_dcm"]
