@@ -14,6 +14,9 @@ below 90 % of its height, :class:`~walk_mpc.core.control.closed_loop.ClosedLoopP
 * **leg gains**: the lowest leg kp (kd = kp / 100) in a list at which the 10-step walk stands;
 * **speed**: the fastest gait (step length, single / double support) of a list that walks 10 steps.
 
+``--step-adjustment``: the push rows with the stabilizer on, step adjustment from the measured DCM
+(:mod:`walk_mpc.core.control.step_adjustment`) off vs on.
+
 ``--estimated``: the samples carry no base pose (``base_estimate_valid`` false): the controllers estimate
 the state from the IMU and the legs (the simulator's truth only scores). ``--sections`` selects rows.
 Prints a table; ``test/test_robustness.py`` checks a few-second subset.
@@ -35,6 +38,7 @@ import numpy as np
 from walk_mpc.core.body.robot import RobotModel, yaw_of
 from walk_mpc.core.control.closed_loop import ClosedLoopParameters, ClosedLoopWalk, WalkOutcome
 from walk_mpc.core.control.stabilizer import StabilizerParameters
+from walk_mpc.core.control.step_adjustment import StepAdjustmentParameters
 from walk_mpc.core.sim.kinematic import KinematicSim
 from walk_mpc.core.sim.mujoco import MujocoSim
 from walk_mpc.core.sim.terrain import Terrain, TerrainMujocoSim
@@ -74,13 +78,16 @@ def timeline_of(robot: RobotModel, gait: Gait) -> Timeline:
 
 
 ESTIMATED = False  # the samples without base pose (--estimated)
+ADJUST: dict = {}  # step adjustment parameters of the runs with it (besides enabled)
 
 
 def run_walk(robot: RobotModel, stabilizer: bool, gait: Gait = Gait(), terrain: Optional[Terrain] = None,
              push: Optional[tuple] = None, kp: float = LEG_KP, settle: float = 0.5,
-             duration: Optional[float] = None) -> WalkOutcome:
+             duration: Optional[float] = None, adjust: bool = False,
+             trace: Optional[list] = None) -> WalkOutcome:
     """One closed-loop walk on MuJoCo; ``push`` = (start time [s], force [N] (3,)) for PUSH_DURATION; with
-    :data:`ESTIMATED` the samples have no base pose."""
+    :data:`ESTIMATED` the samples have no base pose; ``adjust``: step adjustment from the measured DCM
+    (``trace``: a list the adjuster's decisions are appended to)."""
     physics = MujocoSim.Parameters(gain_patterns=("leg_",), gain_kp=(kp,), gain_kd=(kp / 100.0,))
     params = KinematicSim.Parameters()
     sim = (TerrainMujocoSim(terrain, params, physics, robot=robot) if terrain is not None
@@ -90,8 +97,9 @@ def run_walk(robot: RobotModel, stabilizer: bool, gait: Gait = Gait(), terrain: 
         sim.sensor_sample = lambda: dataclasses.replace(truth(), base_estimate_valid=False)
     timeline = timeline_of(robot, gait)
     options = {"whole_body": {"stabilizer": StabilizerParameters(enabled=stabilizer)}}
+    adjustment = StepAdjustmentParameters(enabled=True, **ADJUST) if adjust else None
     loop = ClosedLoopWalk(robot, sim, timeline, params=ClosedLoopParameters(settle_time=settle),
-                          stage_options=options)
+                          stage_options=options, step_adjustment=adjustment)
     until = duration if duration is not None else timeline.t_end + settle
     start = time.perf_counter()
     pushing = False
@@ -103,6 +111,8 @@ def run_walk(robot: RobotModel, stabilizer: bool, gait: Gait = Gait(), terrain: 
                 sim.set_base_force(np.asarray(force, dtype=float) if active else np.zeros(3))
                 pushing = active
         loop.step()
+        if trace is not None and loop.adjuster is not None and loop.adjuster.last:
+            trace.append(dict(loop.adjuster.last, plan=loop.plan.plan_id))
     deadline = sim.time + loop.params.settle_wait  # a late fall: watched until the robot has settled
     while not loop.fallen and not loop.settled() and sim.time < deadline - 1e-9:
         loop.step()
@@ -131,7 +141,7 @@ def push_directions(robot: RobotModel, gait: Gait, walking: bool) -> dict:
 
 
 def largest_push(robot: RobotModel, stabilizer: bool, walking: bool, direction: tuple,
-                 high: float = 100.0, iterations: int = 5) -> float:
+                 high: float = 100.0, iterations: int = 5, adjust: bool = False) -> float:
     """Largest impulse [N s] survived (bisection between 0 and ``high``, ``iterations`` halvings)."""
     gait = Gait(steps=6) if walking else Gait(steps=0)
     t0, unit = direction
@@ -140,7 +150,7 @@ def largest_push(robot: RobotModel, stabilizer: bool, walking: bool, direction: 
         middle = 0.5 * (low + high)
         force = middle / PUSH_DURATION * np.array([unit[0], unit[1], 0.0])
         duration = (timeline_of(robot, gait).t_end + PUSH_SETTLE) if walking else t0 + 3.0
-        if walked(run_walk(robot, stabilizer, gait, push=(t0, force), duration=duration)):
+        if walked(run_walk(robot, stabilizer, gait, push=(t0, force), duration=duration, adjust=adjust)):
             low = middle
         else:
             high = middle
@@ -181,6 +191,8 @@ def main(argv=None) -> None:
                         help="comma-separated: pushes, terrain, gains, speed")
     parser.add_argument("--iterations", type=int, default=5, help="bisection halvings of each push")
     parser.add_argument("--estimated", action="store_true", help="samples without base pose (IMU + legs)")
+    parser.add_argument("--step-adjustment", action="store_true",
+                        help="pushes only: the stabilizer on, step adjustment off vs on")
     args = parser.parse_args(argv)
     global ESTIMATED
     ESTIMATED = args.estimated
@@ -197,8 +209,12 @@ def main(argv=None) -> None:
         for walking in (True, False):
             gait = Gait(steps=6) if walking else Gait(steps=0)
             for name, direction in push_directions(robot, gait, walking).items():
-                values = [largest_push(robot, on, walking, direction, iterations=args.iterations)
-                          for on in (False, True)]
+                if args.step_adjustment:
+                    values = [largest_push(robot, True, walking, direction, iterations=args.iterations,
+                                           adjust=on) for on in (False, True)]
+                else:
+                    values = [largest_push(robot, on, walking, direction, iterations=args.iterations)
+                              for on in (False, True)]
                 row(f"push {'walking' if walking else 'standing'} {name} [N s]", f"{values[0]:.1f}",
                     f"{values[1]:.1f}")
     if "terrain" in sections:
@@ -224,7 +240,8 @@ def main(argv=None) -> None:
                            f"{best.speed:.2f} m/s ({best.length} m, {best.single}/{best.double} s)")
         row("fastest gait that walks 10 steps", *fastest)
     print()
-    print(table(rows))
+    print(table(rows).replace("stabilizer off | stabilizer on", "step adjustment off | step adjustment on")
+          if args.step_adjustment else table(rows))
 
 
 if __name__ == "__main__":
