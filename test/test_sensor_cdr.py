@@ -132,3 +132,77 @@ def test_sensor_input_takes_bytes_and_messages(kinematic_sample):
     from_msg = sensor_input(sensor_state_msg(kinematic_sample, STAMP_NS), reader)
     assert from_bytes[0] == from_msg[0] == STAMP_NS
     assert_same_sample(from_bytes[1], from_msg[1])
+
+
+# ---------------------------------------------------------------------------- ComReference, JointTrajectory
+def random_reference_msg(rng: random.Random):
+    from geometry_msgs.msg import Point, Vector3
+
+    from walk_mpc.msg import ComReference
+
+    def points(kind, count):
+        return [kind(x=rng.uniform(-2, 2), y=rng.uniform(-2, 2), z=rng.uniform(0, 1)) for _ in range(count)]
+
+    n = rng.choice([2, 2, 2, 0, 1, 3])
+    msg = ComReference(plan_id=rng.randrange(0, 2**32),
+                       time_from_stamp=[rng.uniform(0, 0.1) for _ in range(n)],
+                       com_position=points(Point, n if rng.random() < 0.8 else rng.randrange(0, 4)),
+                       com_velocity=points(Vector3, rng.choice([n, 0])),
+                       zmp=points(Point, rng.choice([n, 0, 1])))
+    msg.header.stamp.sec, msg.header.stamp.nanosec = rng.randrange(0, 2**31), rng.randrange(0, 10**9)
+    msg.header.frame_id = "w" * rng.randrange(0, 9)
+    return msg
+
+
+def test_a_com_reference_written_deserializes_to_the_message_and_reads_as_its_conversion():
+    from rclpy.serialization import deserialize_message, serialize_message
+
+    from walk_mpc.msg import ComReference
+    from walk_mpc.nodes.conversions import stamp_ns
+    from walk_mpc.nodes.joint_messages import com_reference_from_msg, com_reference_input
+    from walk_mpc.nodes.sensor_cdr import com_reference_cdr
+
+    rng = random.Random(3)
+    for _ in range(300):
+        msg = random_reference_msg(rng)
+        if len(msg.com_position) == len(msg.com_velocity) == len(msg.zmp):
+            rows = [np.array([(p.x, p.y, p.z) for p in getattr(msg, f)]).reshape(-1, 3)
+                    for f in ("com_position", "com_velocity", "zmp")]
+            written = com_reference_cdr(stamp_ns(msg.header.stamp), msg.header.frame_id, msg.plan_id,
+                                        list(msg.time_from_stamp), *rows)
+            assert deserialize_message(written, ComReference) == msg
+        got, want = com_reference_input(serialize_message(msg)), com_reference_from_msg(msg)
+        assert type(got) is type(want)
+        for field in ("stamp_ns", "plan_id", "times", "reason"):
+            assert getattr(got, field, None) == getattr(want, field, None), field
+        for field in ("com_position", "com_velocity", "zmp"):
+            if hasattr(want, field):
+                assert getattr(got, field).tobytes() == getattr(want, field).tobytes(), field
+    with pytest.raises(InputError):
+        com_reference_input(b"\x00\x01\x00\x00" + b"\xff" * 7)
+
+
+def test_a_serialized_joint_trajectory_reads_as_its_message():
+    from builtin_interfaces.msg import Duration
+    from rclpy.serialization import serialize_message
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    from walk_mpc.nodes.sensor_cdr import read_joint_trajectory
+    from walk_mpc.nodes.sim import _trajectory_fields
+
+    rng = random.Random(4)
+    for _ in range(300):
+        joints = rng.randrange(0, 6)
+        msg = JointTrajectory(joint_names=["j" * rng.randrange(1, 9) + str(i) for i in range(joints)])
+        msg.header.stamp.sec, msg.header.stamp.nanosec = rng.randrange(0, 2**31), rng.randrange(0, 10**9)
+        msg.header.frame_id = "f" * rng.randrange(0, 5)
+        for _ in range(rng.randrange(0, 4)):
+            msg.points.append(JointTrajectoryPoint(
+                positions=[rng.uniform(-3, 3) for _ in range(joints)],
+                velocities=[rng.uniform(-3, 3) for _ in range(rng.choice([joints, 0]))],
+                accelerations=[rng.uniform(-3, 3) for _ in range(rng.choice([joints, 0]))],
+                time_from_start=Duration(sec=rng.randrange(0, 3), nanosec=rng.randrange(0, 10**9))))
+        got, want = read_joint_trajectory(serialize_message(msg)), _trajectory_fields(msg)
+        for field in ("sec", "nanosec", "frame_id", "joint_names", "points"):
+            assert getattr(got, field) == getattr(want, field), field
+    assert read_joint_trajectory(b"\x00\x01\x00\x00" + b"\xff" * 7) is None

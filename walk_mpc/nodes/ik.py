@@ -88,7 +88,7 @@ from walk_mpc.nodes._common import (
     stream_input_qos,
 )
 from walk_mpc.nodes.conversions import plan_from_msg, time_msg
-from walk_mpc.nodes.joint_messages import JointMessages, com_reference_from_msg
+from walk_mpc.nodes.joint_messages import JointMessages, com_reference_input
 from walk_mpc.nodes.sensor_cdr import SensorStateReader, sensor_input
 from walk_mpc.srv import ExecGesture, SetGestureEffect
 
@@ -248,13 +248,13 @@ class IKNode(GraphNode):
         self._timing_pub = self.create_publisher(TickTiming, p.timing_topic, qos)
         self.create_subscription(FootstepPlan, p.plan_topic, self._on_plan, LATCHED_QOS)
         reference_sub = self.create_subscription(ComReference, p.reference_topic, self._on_reference,
-                                                 stream_input_qos())
+                                                 stream_input_qos(), raw=True)
         self._sensor_reader = SensorStateReader()
         sensor_sub = self.create_subscription(SensorState, p.sensor_topic, self._on_sensor_state,
                                               stream_input_qos(), raw=True)
         if p.solve_ahead:
             self.create_subscription(ComReference, p.reference_ahead_topic, self._on_reference_ahead,
-                                     stream_input_qos())
+                                     stream_input_qos(), raw=True)
         #: TickTiming.trigger per JointCommand.source: the resolved input topic.
         self._triggers = {"reference": reference_sub.topic_name, "sensor": sensor_sub.topic_name}
         self.create_service(ExecGesture, "ik/exec_gesture", self._on_exec_gesture)
@@ -298,12 +298,24 @@ class IKNode(GraphNode):
         self._publish(self.stage.observe(now, sample, self._steady_ns()), start)
         self._keep_ahead()
 
-    def _on_reference(self, msg: ComReference) -> None:
+    def _on_reference(self, msg) -> None:
+        """A ComReference: serialized (the subscription's) or not."""
         start = time.perf_counter()
-        self._publish(self.stage.on_reference(com_reference_from_msg(msg)), start)
+        try:
+            reference = com_reference_input(msg)
+        except WalkMpcError as exc:
+            self.get_logger().error(f"com reference not read: {exc}", throttle_duration_sec=1.0)
+            return
+        self._publish(self.stage.on_reference(reference), start)
 
-    def _on_reference_ahead(self, msg: ComReference) -> None:
-        self.stage.on_reference_ahead(com_reference_from_msg(msg))
+    def _on_reference_ahead(self, msg) -> None:
+        """A ComReference announced ahead: serialized (the subscription's) or not."""
+        try:
+            reference = com_reference_input(msg)
+        except WalkMpcError as exc:
+            self.get_logger().error(f"com reference ahead not read: {exc}", throttle_duration_sec=1.0)
+            return
+        self.stage.on_reference_ahead(reference)
         self._keep_ahead()
 
     # ------------------------------------------------------------------ outputs

@@ -16,6 +16,7 @@ from walk_mpc.core.control.types import NS_PER_S, CoMReference, JointCommand
 from walk_mpc.core.control.whole_body_stage import BadReference
 from walk_mpc.msg import ComReference
 from walk_mpc.nodes.conversions import stamp_ns, time_msg
+from walk_mpc.nodes.sensor_cdr import deserialized, read_com_reference
 
 
 def duration_msg(seconds: float) -> Duration:
@@ -27,6 +28,29 @@ def duration_msg(seconds: float) -> Duration:
 def doubles(values: np.ndarray) -> array.array:
     """A float64[] message field of an array, without the per-element checks of the message setter."""
     return array.array("d", np.ascontiguousarray(values, dtype=float).tobytes())
+
+
+def com_reference_input(msg) -> Union[CoMReference, BadReference]:
+    """:func:`com_reference_from_msg` of a ComReference subscription's message: serialized bytes (a ``raw``
+    subscription, read with numpy: :func:`~walk_mpc.nodes.sensor_cdr.read_com_reference`) or a message.
+
+    Raises:
+        InputError: Bytes that are no ComReference.
+    """
+    if not isinstance(msg, bytes):
+        return com_reference_from_msg(msg)
+    fields = read_com_reference(msg)
+    if fields is None:
+        return com_reference_from_msg(deserialized(msg, ComReference))
+    now, plan_id, times, coms = fields.stamp_ns, int(fields.plan_id), fields.times, fields.com_position
+    if len(times) < 2 or len(coms) != len(times):
+        return BadReference(now, plan_id, f"reference has {len(times)} times and {len(coms)} CoM positions; "
+                            "expected 2 (T, 2T) of each")
+
+    def rows(points: np.ndarray) -> np.ndarray:
+        return points[:2] if len(points) >= 2 else np.zeros((2, 3))
+
+    return CoMReference(now, plan_id, times[:2], rows(coms), rows(fields.com_velocity), rows(fields.zmp))
 
 
 def com_reference_from_msg(msg: ComReference) -> Union[CoMReference, BadReference]:
@@ -82,4 +106,4 @@ class JointMessages:
         return trajectory, Float64MultiArray(data=points[0]), state
 
 
-__all__ = ["JointMessages", "com_reference_from_msg", "doubles", "duration_msg"]
+__all__ = ["JointMessages", "com_reference_from_msg", "com_reference_input", "doubles", "duration_msg"]

@@ -68,13 +68,11 @@ from walk_mpc.nodes._common import (
 )
 from walk_mpc.nodes.conversions import (
     plan_from_msg,
-    point,
     stamp_ns,
     time_msg,
-    vector3,
 )
 from walk_mpc.nodes.planner_visuals import PlannerVisuals
-from walk_mpc.nodes.sensor_cdr import SensorStateReader, sensor_input
+from walk_mpc.nodes.sensor_cdr import SensorStateReader, com_reference_cdr, sensor_input
 
 NODE_NAME = "mpc_planner"
 
@@ -275,7 +273,7 @@ class MpcPlannerNode(GraphNode):
     # ------------------------------------------------------------------ outputs
     def _publish(self, now: int, tick: PlannerTick, start: float) -> None:
         if tick.ahead is not None:
-            self._ahead = (tick.ahead, self._reference_msg(time_msg(tick.ahead.stamp_ns), tick.ahead))
+            self._ahead = (tick.ahead, self._reference_msg(max(0, tick.ahead.stamp_ns), tick.ahead))
             self._reference_ahead_pub.publish(self._ahead[1])
         if tick.status is None:
             return
@@ -283,7 +281,7 @@ class MpcPlannerNode(GraphNode):
         if tick.reference is not None:  # the critical message first, everything else after it
             ahead, self._ahead = self._ahead, None
             self._reference_pub.publish(ahead[1] if ahead is not None and ahead[0] is tick.reference
-                                        else self._reference_msg(_stamp(now), tick.reference))
+                                        else self._reference_msg(now, tick.reference))
         self._publish_timing(now, int(tick.status), 0.0 if out is None else out.plan.solve_time, start)
         if out is None:
             return
@@ -293,14 +291,11 @@ class MpcPlannerNode(GraphNode):
             self._preview = (_stamp(now), out, self.stage.timeline)
             self._preview_timer.reset()
 
-    def _reference_msg(self, stamp: Time, reference: CoMReference) -> ComReference:
-        msg = ComReference(plan_id=reference.plan_id, time_from_stamp=list(reference.times),
-                           com_position=[point(c) for c in reference.com_position],
-                           com_velocity=[vector3(v) for v in reference.com_velocity],
-                           zmp=[point(z) for z in reference.zmp])
-        msg.header.stamp = stamp
-        msg.header.frame_id = self.params.frame_id
-        return msg
+    def _reference_msg(self, stamp_ns: int, reference: CoMReference) -> bytes:
+        """The serialized ComReference of ``reference`` stamped ``stamp_ns`` (>= 0): no message objects
+        (:func:`~walk_mpc.nodes.sensor_cdr.com_reference_cdr`)."""
+        return com_reference_cdr(stamp_ns, self.params.frame_id, reference.plan_id, reference.times,
+                                 reference.com_position, reference.com_velocity, reference.zmp)
 
     def _publish_timing(self, now: int, status: int, solve_time: float, start: float) -> None:
         timing = TickTiming(component="mpc", solve_time=float(solve_time), status=int(status),

@@ -15,6 +15,10 @@ message, 13 us to read against 52 us to deserialize and convert it):
   :func:`~walk_mpc.nodes.conversions.sensor_sample_from_msg` gives for the message, with the same checks.
   The names, the same from sample to sample, are decoded once and reused while their bytes do not change.
 
+The control loop's other messages go the same way: the mpc_planner writes its ``ComReference`` with
+:func:`com_reference_cdr` and the ik reads it with :func:`read_com_reference`; the sim reads the ik's
+``JointTrajectory`` with :func:`read_joint_trajectory`.
+
 The encoding is XCDR1 little endian (``CDR_LE``, what rmw_fastrtps and rmw_cyclonedds write for ROS 2
 messages): the payload follows a 4-byte encapsulation header; each primitive is aligned on its size from the
 payload's start; a sequence is a uint32 count, then its elements (nothing, not even the alignment of its
@@ -267,6 +271,141 @@ class SensorStateReader:
         )
 
 
+# ------------------------------------------------------------------------------- the other control messages
+class _Cursor:
+    """Reads CDR_LE bytes from the payload's start (raises ``struct.error``/``_Malformed`` past the end)."""
+
+    __slots__ = ("data", "pos")
+
+    def __init__(self, data: bytes) -> None:
+        if data[:2] != CDR_LE[:2]:
+            raise _Malformed
+        self.data, self.pos = data, 4
+
+    def u32(self) -> int:
+        self.pos += -(self.pos - 4) % 4
+        (value,) = _U32.unpack_from(self.data, self.pos)
+        self.pos += 4
+        return value
+
+    def stamp(self) -> Tuple[int, int]:
+        sec, nanosec = _STAMP.unpack_from(self.data, self.pos)  # at 4 (the header) or 4-aligned
+        self.pos += 8
+        return sec, nanosec
+
+    def string(self) -> str:
+        size = self.u32()
+        end = self.pos + size
+        if size == 0 or end > len(self.data) or self.data[end - 1] != 0:
+            raise _Malformed
+        text = self.data[self.pos:end - 1].decode()
+        self.pos = end
+        return text
+
+    def doubles(self, width: int = 1) -> np.ndarray:
+        """A sequence of float64 (``width`` 1) or of structures of ``width`` float64 members: (n, width)."""
+        count = self.u32()
+        if count:
+            self.pos += -(self.pos - 4) % 8
+        end = self.pos + 8 * width * count
+        if count > len(self.data) or end > len(self.data):
+            raise _Malformed
+        values = np.frombuffer(self.data[self.pos:end], dtype="<f8")
+        self.pos = end
+        return values if width == 1 else values.reshape(count, width)
+
+
+def _read(data: bytes, parse):
+    """``parse(_Cursor(data))``, or ``None`` when the bytes are not plain CDR_LE of the expected layout (then
+    the caller deserializes them with rclpy)."""
+    try:
+        return parse(_Cursor(data))
+    except (_Malformed, struct.error, UnicodeDecodeError, ValueError, IndexError):
+        return None
+
+
+def deserialized(data: bytes, msg_type):
+    """rclpy's message of serialized bytes.
+
+    Raises:
+        InputError: The bytes do not deserialize as ``msg_type``.
+    """
+    from rclpy.serialization import deserialize_message
+
+    try:
+        return deserialize_message(data, msg_type)
+    except Exception as exc:  # noqa: BLE001 (rclpy raises several kinds)
+        raise InputError(msg_type.__name__, f"{len(data)} bytes that do not deserialize ({exc})",
+                         f"a serialized {msg_type.__name__}") from None
+
+
+def com_reference_cdr(stamp_ns: int, frame_id: str, plan_id: int, times, com_position, com_velocity,
+                      zmp) -> bytes:
+    """The serialized ``ComReference`` (CDR_LE) of a reference stamped ``stamp_ns`` [ns] (>= 0): the message
+    ``ComReference(plan_id, time_from_stamp=times, com_position=..., com_velocity=..., zmp=...)`` as
+    ``serialize_message`` writes it (the arrays of positions and velocities are (n, 3))."""
+    w = _Writer()
+    w.raw(_STAMP.pack(*divmod(int(stamp_ns), 1_000_000_000)))
+    w.raw(_names_bytes((frame_id,))[4:])
+    w.align(4)
+    w.raw(_U32.pack(int(plan_id)))
+    w.doubles(_f64(times))
+    for rows in (com_position, com_velocity, zmp):
+        w.rows(_f64(rows).reshape(-1, 3))
+    return b"".join(w.parts)
+
+
+class ComReferenceFields:
+    """The fields of a serialized ``ComReference`` the ik reads: ``stamp_ns``, ``plan_id``, ``times`` (list),
+    ``com_position``, ``com_velocity``, ``zmp`` ((n, 3) float64 arrays)."""
+
+    __slots__ = ("stamp_ns", "plan_id", "times", "com_position", "com_velocity", "zmp")
+
+    def __init__(self, cursor: _Cursor) -> None:
+        sec, nanosec = cursor.stamp()
+        cursor.string()  # frame_id
+        self.stamp_ns = sec * 1_000_000_000 + nanosec
+        self.plan_id = cursor.u32()
+        self.times = cursor.doubles().tolist()
+        self.com_position, self.com_velocity, self.zmp = (cursor.doubles(3) for _ in range(3))
+
+
+def read_com_reference(data: bytes) -> Optional[ComReferenceFields]:
+    """The fields of a serialized ComReference, or None when the bytes must go through rclpy."""
+    return _read(data, ComReferenceFields)
+
+
+class TrajectoryFields:
+    """The fields of a serialized ``trajectory_msgs/JointTrajectory`` the sim reads: ``sec``, ``nanosec``,
+    ``frame_id``, ``joint_names`` (tuple), ``points``: (positions, velocities, time_from_start sec,
+    nanosec) each, the arrays as lists of floats."""
+
+    __slots__ = ("sec", "nanosec", "frame_id", "joint_names", "points")
+
+    def __init__(self, cursor: _Cursor) -> None:
+        self.sec, self.nanosec = cursor.stamp()
+        self.frame_id = cursor.string()
+        count = cursor.u32()
+        if count > len(cursor.data):
+            raise _Malformed
+        self.joint_names = tuple(cursor.string() for _ in range(count))
+        points = cursor.u32()
+        if points > len(cursor.data):
+            raise _Malformed
+        self.points = []
+        for _ in range(points):
+            positions, velocities = cursor.doubles().tolist(), cursor.doubles().tolist()
+            cursor.doubles(), cursor.doubles()  # accelerations, effort
+            cursor.pos += -(cursor.pos - 4) % 4
+            sec, nanosec = cursor.stamp()
+            self.points.append((positions, velocities, sec, nanosec))
+
+
+def read_joint_trajectory(data: bytes) -> Optional[TrajectoryFields]:
+    """The fields of a serialized JointTrajectory, or None when the bytes must go through rclpy."""
+    return _read(data, TrajectoryFields)
+
+
 def sensor_input(msg, reader: SensorStateReader) -> Tuple[int, SensorSample]:
     """The stamp [ns] and sample of a ``SensorState`` subscription's message: serialized bytes (a ``raw``
     subscription) read by ``reader``, or a message object (tests, in-process callers) converted as before.
@@ -281,4 +420,5 @@ def sensor_input(msg, reader: SensorStateReader) -> Tuple[int, SensorSample]:
     return stamp_ns(msg.header.stamp), sensor_sample_from_msg(msg)
 
 
-__all__ = ["CDR_LE", "SensorStateReader", "sensor_input", "sensor_state_cdr"]
+__all__ = ["CDR_LE", "ComReferenceFields", "SensorStateReader", "TrajectoryFields", "com_reference_cdr",
+           "deserialized", "read_com_reference", "read_joint_trajectory", "sensor_input", "sensor_state_cdr"]

@@ -52,8 +52,9 @@ from collections import OrderedDict
 from typing import Optional, Sequence
 
 import numpy as np
+from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Point, Pose, Quaternion, Twist, Vector3
-from std_msgs.msg import Bool, Float64MultiArray, MultiArrayDimension
+from std_msgs.msg import Bool, Float64MultiArray, Header, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory
 
 from walk_mpc.core.errors import ConfigError, InputError, ParameterError, WalkMpcError
@@ -73,7 +74,7 @@ from walk_mpc.nodes._common import (
     run,
     stream_input_qos,
 )
-from walk_mpc.nodes.sensor_cdr import sensor_state_cdr
+from walk_mpc.nodes.sensor_cdr import deserialized, read_joint_trajectory, sensor_state_cdr
 
 #: Values of ``SimNodeParameters.robot_type``.
 ROBOT_TYPES = ("legged", "wheeled")
@@ -203,6 +204,22 @@ def sensor_state_msg(sample: SensorSample, stamp_ns: int, frame_id: str = "world
     return msg
 
 
+class _MessageFields:
+    """:class:`~walk_mpc.nodes.sensor_cdr.TrajectoryFields` of a JointTrajectory message."""
+
+    __slots__ = ("sec", "nanosec", "frame_id", "joint_names", "points")
+
+
+def _trajectory_fields(msg: JointTrajectory) -> _MessageFields:
+    fields = _MessageFields()
+    fields.sec, fields.nanosec = msg.header.stamp.sec, msg.header.stamp.nanosec
+    fields.frame_id = msg.header.frame_id
+    fields.joint_names = tuple(msg.joint_names)
+    fields.points = [(list(p.positions), list(p.velocities), p.time_from_start.sec, p.time_from_start.nanosec)
+                     for p in msg.points]
+    return fields
+
+
 class SimNode(GraphNode):
     """Step a simulated robot on a wall timer and publish its sensor data with simulated stamps."""
 
@@ -245,7 +262,7 @@ class SimNode(GraphNode):
         self.deadlines_missed = 0  # measured samples whose command arrived after the next sample
         self.deadlines_measured = 0  # samples whose command arrived
         self._trajectory_sub = self.create_subscription(
-            JointTrajectory, params.trajectory_topic, self._on_trajectory, stream_input_qos())
+            JointTrajectory, params.trajectory_topic, self._on_trajectory, stream_input_qos(), raw=True)
         self._commands_sub = None
         if params.commands_topic:
             self._commands_sub = self.create_subscription(
@@ -289,19 +306,31 @@ class SimNode(GraphNode):
         if fallen:
             self.get_logger().error(f"the robot fell at t = {self.backend.time:.3f} s")
 
-    def _on_trajectory(self, msg: JointTrajectory) -> None:
+    def _on_trajectory(self, msg) -> None:
+        """A JointTrajectory: serialized (the subscription's, read with numpy:
+        :func:`~walk_mpc.nodes.sensor_cdr.read_joint_trajectory`) or a message."""
         received_ns = time.monotonic_ns()
-        stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        fields = read_joint_trajectory(msg) if isinstance(msg, bytes) else None
+        if fields is None:
+            if isinstance(msg, bytes):
+                try:
+                    msg = deserialized(msg, JointTrajectory)
+                except WalkMpcError as exc:
+                    self._reject("joint_trajectory", exc)
+                    return
+            fields = _trajectory_fields(msg)
+        stamp_ns = fields.sec * 1_000_000_000 + fields.nanosec
         try:
-            points = msg.points
-            times = tuple(p.time_from_start.sec + p.time_from_start.nanosec * 1e-9 for p in points)
-            velocities = [list(p.velocities) for p in points]
+            points = fields.points
+            times = tuple(sec + nanosec * 1e-9 for _, _, sec, nanosec in points)
+            velocities = [v for _, v, _, _ in points]
+            names = fields.joint_names
             command = JointTrajectoryCommand(
-                joint_names=tuple(msg.joint_names),
+                joint_names=names,
                 times_from_stamp=times,
-                positions=[list(p.positions) for p in points],
+                positions=[p for p, _, _, _ in points],
                 stamp=None if stamp_ns == 0 else self.sim_time_of(stamp_ns),
-                velocities=velocities if all(len(v) == len(msg.joint_names) for v in velocities) else None,
+                velocities=velocities if all(len(v) == len(names) for v in velocities) else None,
             )
             check_command_stamp(command, self.backend.time, self.params.command_max_age,
                                 self.params.command_max_lead)
@@ -310,15 +339,16 @@ class SimNode(GraphNode):
             self._reject("joint_trajectory", exc)
         sent_ns = self._sent_ns.pop(stamp_ns, None)
         if sent_ns is not None:  # after applying the command: measuring does not delay it
-            self._account(msg, stamp_ns, received_ns - sent_ns)
+            self._account(fields, stamp_ns, received_ns - sent_ns)
 
-    def _account(self, msg: JointTrajectory, stamp_ns: int, latency_ns: int) -> None:
-        """Latency and deadline of the sample stamped ``stamp_ns``, answered by ``msg``."""
+    def _account(self, fields, stamp_ns: int, latency_ns: int) -> None:
+        """Latency and deadline of the sample stamped ``stamp_ns``, answered by the command of ``fields``."""
         missed = self._published_stamp_ns > stamp_ns  # the next sample went out before this command came
         self.deadlines_measured += 1
         self.deadlines_missed += missed
         if self._latency_pub is not None:
-            self._latency_pub.publish(TickTiming(header=msg.header, component="sensor_to_command",
+            header = Header(stamp=Time(sec=fields.sec, nanosec=fields.nanosec), frame_id=fields.frame_id)
+            self._latency_pub.publish(TickTiming(header=header, component="sensor_to_command",
                                                  tick_time=latency_ns * 1e-9,
                                                  status=STATUS_DEADLINE_MISSED if missed else 0))
         if missed or self.deadlines_measured % DEADLINE_REPORT_SAMPLES == 0:
