@@ -206,3 +206,20 @@ def test_a_serialized_joint_trajectory_reads_as_its_message():
         for field in ("sec", "nanosec", "frame_id", "joint_names", "points"):
             assert getattr(got, field) == getattr(want, field), field
     assert read_joint_trajectory(b"\x00\x01\x00\x00" + b"\xff" * 7) is None
+
+
+def test_a_serialized_tick_timing_reads_as_its_stamp_and_status():
+    from rclpy.serialization import serialize_message
+
+    from walk_mpc.msg import TickTiming
+    from walk_mpc.nodes.sensor_cdr import read_tick_timing
+
+    rng = random.Random(5)
+    for _ in range(200):
+        msg = TickTiming(component="c" * rng.randrange(0, 7), solve_time=rng.random(), tick_time=rng.random(),
+                         status=rng.randrange(0, 2**32), trigger="/t" * rng.randrange(0, 5))
+        msg.header.stamp.sec, msg.header.stamp.nanosec = rng.randrange(0, 2**31), rng.randrange(0, 10**9)
+        msg.header.frame_id = "f" * rng.randrange(0, 5)
+        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        assert read_tick_timing(serialize_message(msg)) == (stamp, msg.status)
+    assert read_tick_timing(b"\x00\x01\x00\x00" + b"\xff" * 7) is None

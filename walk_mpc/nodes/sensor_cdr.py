@@ -17,7 +17,8 @@ message, 13 us to read against 52 us to deserialize and convert it):
 
 The control loop's other messages go the same way: the mpc_planner writes its ``ComReference`` with
 :func:`com_reference_cdr` and the ik reads it with :func:`read_com_reference`; the sim reads the ik's
-``JointTrajectory`` with :func:`read_joint_trajectory`.
+``JointTrajectory`` with :func:`read_joint_trajectory`; the walk_behavior reads the ``TickTiming`` of the
+planner and the ik with :func:`read_tick_timing`.
 
 The encoding is XCDR1 little endian (``CDR_LE``, what rmw_fastrtps and rmw_cyclonedds write for ROS 2
 messages): the payload follows a 4-byte encapsulation header; each primitive is aligned on its size from the
@@ -406,6 +407,23 @@ def read_joint_trajectory(data: bytes) -> Optional[TrajectoryFields]:
     return _read(data, TrajectoryFields)
 
 
+def _stamp_and_status(cursor: _Cursor) -> Tuple[int, int]:
+    sec, nanosec = cursor.stamp()
+    cursor.string()  # frame_id
+    cursor.string()  # component
+    cursor.pos += -(cursor.pos - 4) % 8
+    cursor.pos += 16  # solve_time, tick_time
+    status = cursor.u32()
+    cursor.string()  # trigger
+    return sec * 1_000_000_000 + nanosec, status
+
+
+def read_tick_timing(data: bytes) -> Optional[Tuple[int, int]]:
+    """The stamp [ns] and status of a serialized ``TickTiming``, or None when the bytes must go through
+    rclpy."""
+    return _read(data, _stamp_and_status)
+
+
 def sensor_input(msg, reader: SensorStateReader) -> Tuple[int, SensorSample]:
     """The stamp [ns] and sample of a ``SensorState`` subscription's message: serialized bytes (a ``raw``
     subscription) read by ``reader``, or a message object (tests, in-process callers) converted as before.
@@ -421,4 +439,5 @@ def sensor_input(msg, reader: SensorStateReader) -> Tuple[int, SensorSample]:
 
 
 __all__ = ["CDR_LE", "ComReferenceFields", "SensorStateReader", "TrajectoryFields", "com_reference_cdr",
-           "deserialized", "read_com_reference", "read_joint_trajectory", "sensor_input", "sensor_state_cdr"]
+           "deserialized", "read_com_reference", "read_joint_trajectory", "read_tick_timing", "sensor_input",
+           "sensor_state_cdr"]

@@ -20,9 +20,9 @@ Interfaces (names relative to the node's namespace, defaults of :class:`WalkBeha
   that is t = 0 of the timeline (the plan's ``t0`` added to the stamp origin). In Stand,
   ``walking`` is false and the plan has no steps: its start feet are the standing feet (and its
   STAND phase starts when Stand began). The first plan is published at the first SensorState.
-* publishes ``walk/status`` (``walk_mpc/msg/WalkFeedback``) every control tick; the action
-  feedback (same message plus the support foot, planned and measured) goes to the active goal on
-  the same ticks.
+* publishes ``walk/status`` (``walk_mpc/msg/WalkFeedback``) every control tick while something
+  subscribes to it; the action feedback (same message plus the support foot, planned and measured) goes
+  to the active goal on the same ticks.
 * subscribes ``cmd_vel`` (geometry_msgs/Twist; ``cmd_vel_topic``, '' for none): velocity walking, the
   core's :meth:`~walk_mpc.core.control.walk_supervisor.WalkSupervisor.velocity` (linear.x, linear.y,
   angular.z; the other components are ignored). A nonzero command walks from Stand at the measured feet,
@@ -155,7 +155,7 @@ from walk_mpc.nodes.conversions import (
     steps_from_msgs,
     time_msg,
 )
-from walk_mpc.nodes.sensor_cdr import SensorStateReader, sensor_input
+from walk_mpc.nodes.sensor_cdr import SensorStateReader, deserialized, read_tick_timing, sensor_input
 from walk_mpc.srv import QueueSteps
 
 NODE_NAME = "walk_behavior"
@@ -332,10 +332,11 @@ def feedback_to_msg(status: WalkStatus) -> WalkFeedback:
     return msg
 
 
-def action_feedback(status: WalkStatus) -> Walk.Feedback:
-    """Walk action feedback of a core status (support foot -1 and empty poses in double support)."""
+def action_feedback(status: WalkStatus, walk: Optional[WalkFeedback] = None) -> Walk.Feedback:
+    """Walk action feedback of a core status (support foot -1 and empty poses in double support); ``walk``:
+    its :func:`feedback_to_msg`, when already built."""
     feedback = Walk.Feedback()
-    feedback.walk = feedback_to_msg(status)
+    feedback.walk = walk if walk is not None else feedback_to_msg(status)
     feedback.support_foot_index = int(status.support_foot) if status.support_foot is not None else -1
     if status.desired_support_foot_pose is not None:
         feedback.support_foot_desired = foot_pose_to_msg(status.desired_support_foot_pose)
@@ -394,10 +395,10 @@ class WalkBehaviorNode(GraphNode):
             callback_group=self._sensor_group, raw=True)
         self._mpc_sub = self.create_subscription(
             TickTiming, params.mpc_timing_topic, lambda msg: self._on_timing(msg, "mpc_planner"), reliable,
-            callback_group=self._events_group)
+            callback_group=self._events_group, raw=True)
         self._ik_sub = self.create_subscription(
             TickTiming, params.ik_timing_topic, lambda msg: self._on_timing(msg, "ik"), reliable,
-            callback_group=self._events_group)
+            callback_group=self._events_group, raw=True)
         self._fall_sub = self.create_subscription(
             Bool, params.fall_topic, self._on_fall, latched, callback_group=self._events_group)
         self._deadline_sub = (self.create_subscription(
@@ -589,10 +590,17 @@ class WalkBehaviorNode(GraphNode):
 
         self._guarded("SensorState sample", observe)
 
-    def _on_timing(self, msg: TickTiming, component: str) -> None:
+    def _on_timing(self, msg, component: str) -> None:
+        """A TickTiming: serialized (the subscription's) or not."""
         steady = self._steady_ns()
-        self._guarded(f"{component} timing", lambda: self._supervisor.report(
-            component, int(msg.status), stamp_ns(msg.header.stamp), steady_ns=steady))
+
+        def report() -> SupervisorOutput:
+            read = read_tick_timing(msg) if isinstance(msg, bytes) else None
+            timing = deserialized(msg, TickTiming) if isinstance(msg, bytes) and read is None else msg
+            now, status = read if read is not None else (stamp_ns(timing.header.stamp), int(timing.status))
+            return self._supervisor.report(component, status, now, steady_ns=steady)
+
+        self._guarded(f"{component} timing", report)
 
     def _on_deadlines(self, msg: Float64MultiArray) -> None:
         def deadlines() -> SupervisorOutput:
@@ -640,12 +648,16 @@ class WalkBehaviorNode(GraphNode):
         self._guarded("timeout check", lambda: self._supervisor.check_timeouts(self._steady_ns()))
 
     def _publish_tick(self, status: WalkStatus) -> None:
-        """walk/status, and the action feedback of the active goal (lock held)."""
-        self._status_pub.publish(feedback_to_msg(status))
+        """walk/status (while something subscribes to it), and the action feedback of the active goal (lock
+        held); the WalkFeedback is built once for both."""
+        walk = None
+        if self._status_pub.get_subscription_count():
+            walk = feedback_to_msg(status)
+            self._status_pub.publish(walk)
         record = self._goals.get(status.goal_id) if status.goal_id is not None else None
         if record is not None and not record.done.is_set():
             try:
-                record.handle.publish_feedback(action_feedback(status))
+                record.handle.publish_feedback(action_feedback(status, walk))
             except Exception as exc:  # noqa: BLE001 (goal handle going away)
                 self.get_logger().warning(f"goal {record.name}: feedback not published: {exc}")
 
