@@ -295,3 +295,85 @@ def test_an_ik_dying_leaves_the_planner_bounded_and_a_restarted_ik_walks_again(t
     assert max(np.max(np.linalg.norm(r.com_position[:, :2] - frozen, axis=1)) for r in references) < 0.3
     loop.restart(stand, whole_body=True)
     walks_again(loop, loop.time)
+
+
+# ---------------------------------------------------------------------------------------------- late plans
+def stale_walk(loop: Loop, t_stand: float, missed: float = 2.1, gap: float = 0.06) -> tuple[dict, Timeline]:
+    """The graph's desync (a walk_behavior restarted mid-walk, the ik hearing it late under load): at
+    ``t_stand`` into the walk a Stand plan at the feet measured then (a foot possibly in the air) reaches the
+    planner at once and the whole-body stage ``missed`` s later (it safe-stops meanwhile); ``gap`` s after
+    it, a 2-step walk planned from those feet reaches both stages. The feet of the Stand plan and the walk."""
+    loop.run_until(t_stand)
+    feet = loop.feet()
+    loop.plan_id += 1
+    stand = WalkPlan(loop.plan_id, False, loop.stamp_ns,
+                     Timeline(feet[Foot.LEFT], feet[Foot.RIGHT], [], TIMING))
+    loop.planner.set_plan(stand)  # the whole-body stage does not hear it
+    loop.run_until(loop.time + missed)
+    loop.whole_body.set_plan(stand)
+    loop.run_until(loop.time + gap)
+    left, right = feet[Foot.LEFT], feet[Foot.RIGHT]
+    width = left.position[1] - right.position[1]
+    steps = footsteps.walk_forward(left, right, 0.2, step_length=0.2, width=width, duration=STEP_DURATION)
+    walk = Timeline(left, right, steps, TIMING)
+    loop.send_plan(walk, walking=True)
+    return feet, walk
+
+
+@pytest.mark.parametrize("t_stand", [4.0, 5.0, 6.5])  # early swing of step 4, lift-off of 5, mid-swing of 6
+def test_a_walk_planned_on_feet_the_robot_left_neither_fails_the_ik_nor_loses_a_step(talos, walk, t_stand):
+    """Measured on the graph: the ik heard a restarted walk_behavior's Stand plan 2 s late (it safe-stopped
+    meanwhile, landing the step in progress) and a walk planned from that Stand's feet 60 ms later: the IK
+    failed and a step never touched down (LANDING_NOT_MEASURED). Now the stage refuses a walk whose soles are
+    not where the robot stands (PLAN_REFUSED, the robot keeps standing) and walks one that is."""
+    loop = Loop(talos, walk)
+    stale, late = stale_walk(loop, t_stand)
+    start, before = loop.time, loop.feet()
+    loop.run_until(start + late.t_end + 1.0)
+    statuses = {c.status for _, c in loop.commands}
+    assert statuses <= {OK, SAFE_STOP, WholeBodyStatus.PLAN_REFUSED}  # never an IK failure, nor a hold
+    feet = loop.feet()
+    moved = max(np.linalg.norm(np.subtract(before[f].position, stale[f].position)) for f in Foot)
+    if moved > 0.05:  # the safe stop landed a step since the Stand was measured: refused
+        refused = [c for t, c in loop.commands if c.status == WholeBodyStatus.PLAN_REFUSED]
+        assert refused and loop.whole_body.refused_plans == 1 and loop.whole_body.plan_id != loop.plan_id
+        assert f"walk plan {loop.plan_id} refused" in refused[0].reason
+        assert all(not loop.touchdowns(foot, start) for foot in Foot)  # no step started
+        # standing where it was when the plan came (the CoM possibly still on its way to the middle)
+        assert loop.sim.state.in_contact == (True, True) and loop.com_inside_support() > 0.04
+        # the walk_behavior ends the walk (the ik's status) and stands where the feet are; a walk from there
+        stand = Timeline(feet[Foot.LEFT], feet[Foot.RIGHT], (), TIMING)
+        loop.send_plan(stand, walking=False)
+        walks_again(loop, loop.time)
+    else:  # the robot stands where the Stand was measured: the walk is walked, each step lands
+        assert statuses <= {OK, SAFE_STOP} and loop.whole_body.plan_id == loop.plan_id
+        for step in late.steps:
+            assert np.linalg.norm(np.subtract(feet[step.foot].position, step.position)) < LANDING_TOLERANCE
+            assert len(loop.touchdowns(step.foot, start)) == 1
+        assert_standing_safely(loop)
+
+
+def test_a_walk_planned_a_few_centimetres_off_is_walked_on_its_own_feet(talos, walk):
+    """A walk whose start soles are 2-3 cm from the robot's (on physics: slid feet, measured by the walk
+    behavior) is not refused: no IK failure, each step lands once, within the plan's offset of its step (on
+    the kinematic plant the stance soles commanded onto the plan's feet move the body instead: the model's
+    world is off by up to that much until the steps)."""
+    loop = Loop(talos, walk)
+    loop.run_until(walk.t_end + 0.5)
+    feet = loop.feet()
+    rear = min(Foot, key=lambda foot: feet[foot].position[0])
+    off = dict(feet)
+    for foot, dx in ((rear, -0.03), (rear.other, 0.02)):
+        x, y, z = feet[foot].position
+        off[foot] = FootPose((x + dx, y + 0.01, z), feet[foot].yaw + 0.02)
+    timeline = two_steps_from(off)
+    start = loop.time
+    loop.send_plan(Timeline(off[Foot.LEFT], off[Foot.RIGHT], timeline.steps, TIMING), walking=True)
+    loop.run_until(start + timeline.t_end + 1.0)
+    assert all(c.status == OK for t, c in loop.commands if t > start)
+    assert loop.whole_body.refused_plans == 0 and loop.whole_body.plan_id == loop.plan_id
+    landed = loop.feet()
+    for step in timeline.steps:
+        assert np.linalg.norm(np.subtract(landed[step.foot].position, step.position)) < 0.035
+        assert len(loop.touchdowns(step.foot, start)) == 1
+    assert_standing_safely(loop)

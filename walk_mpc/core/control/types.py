@@ -97,6 +97,8 @@ class WholeBodyStatus(enum.IntEnum):
     REFERENCE_STALE = 4  # a walk started but its CoM references never came: last (standing) command held
     SAFE_STOP = 5  # the CoM references stopped mid-walk: the stage lands the step in progress and settles in
     # double support on a CoM reference of its own (a command, not a hold)
+    PLAN_REFUSED = 6  # a walk plan heard while standing puts the feet where the robot does not stand (a plan
+    # made on stale feet): not walked, the robot keeps standing where it is (a command, not a hold)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,12 +151,12 @@ class JointCommand:
             the second point and the planned touchdown).
         positions: Joint positions [rad], shape (2 or 4, n), in the stage's joint order.
         velocities: Joint velocities [rad/s], shape (2 or 4, n).
-        status: :class:`WholeBodyStatus` of the tick (OK; SAFE_STOP: a tick of a safe stop; else a hold of
-            the last command).
+        status: :class:`WholeBodyStatus` of the tick (OK; SAFE_STOP: a tick of a safe stop; PLAN_REFUSED: a
+            standing tick while the references follow a refused plan; else a hold of the last command).
         source: ``"reference"`` (ticked by a CoM reference) or ``"sensor"`` (by a sample, no references:
             standing, or a safe stop).
         solve_time: IK time of both solutions [s].
-        reason: Why the tick held, or why it stops safely (empty when OK).
+        reason: Why the tick held, why it stops safely or refuses the plan (empty when OK).
     """
 
     stamp_ns: int
@@ -179,8 +181,10 @@ class JointCommand:
 
     @property
     def held(self) -> bool:
-        """Whether the command holds the last one (a failure status: neither OK nor SAFE_STOP)."""
-        return self.status not in (WholeBodyStatus.OK, WholeBodyStatus.SAFE_STOP)
+        """Whether the command holds the last one (a failure status: neither OK, SAFE_STOP nor
+        PLAN_REFUSED)."""
+        return self.status not in (WholeBodyStatus.OK, WholeBodyStatus.SAFE_STOP,
+                                   WholeBodyStatus.PLAN_REFUSED)
 
 
 def optional_steady(steady_ns: Optional[int]) -> Optional[int]:

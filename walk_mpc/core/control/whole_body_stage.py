@@ -75,6 +75,15 @@ sideways), e.g. a foot a dead ik left in the air; but a foot on the plan's groun
 stands at such a measured sole (``resync_distance``): a Stand plan made after a fault may put a foot where
 it never went.
 
+A walk plan heard while the stage stands (a plan made on stale feet: on the graph, a restarted walk_behavior's
+Stand measured a foot mid-swing, the ik heard it 2 s late and safe-stopped meanwhile, landing that step, and a
+walk planned from the Stand's feet came 60 ms later: the IK failed and a step never landed) is checked at its
+install against the posture's feet at the plan's current time: a sole farther than ``max_plan_offset``
+horizontally, off its ground, or turned more than :data:`MAX_PLAN_YAW_OFFSET` refuses the plan (not installed;
+its references give standing ticks, the posture held on the feet where they are, with status PLAN_REFUSED and
+the reason, which end the walk in the walk behavior); a closer one is walked on its own feet (the walk
+behavior plans from the measured feet; the support correction measures each stance sole at lift-off).
+
 Holds: a reference with NaN/inf or malformed arrays (BAD_REFERENCE), targets that cannot be built
 (TARGETS_ERROR) or a solve that does not converge (IK_FAILED) return the last command held (both points at
 its positions, zero velocities) with the status and the reason; the model configuration stays the last
@@ -125,6 +134,7 @@ from walk_mpc.core.body.robot import RobotModel, rotation_z, yaw_of
 from walk_mpc.core.body.state_estimation import correction_anchor, estimate_state, sole_from_anchor
 from walk_mpc.core.body.targets import (
     StandingTargets,
+    foot_targets_at,
     pose_matrix,
     torso_yaw,
     walk_pose_targets,
@@ -161,6 +171,7 @@ SETTLE_HEIGHT = 0.03  # [m] arc of a settling foot that moves sideways
 SETTLE_RELEASE = 0.5  # [s] after a settling step, the CoM joins the references over this time
 SETTLE_LIFT = 0.01  # [m] a settling foot this far above its target is in the air (carries no weight)
 LANDING_TIME = 0.3  # [s] the landing tail puts the swing foot down in this time after its hold
+MAX_PLAN_YAW_OFFSET = 0.1  # [rad] a walk plan heard while standing turning a sole more than this is refused
 
 
 class TickSource(str, enum.Enum):
@@ -211,6 +222,12 @@ class WholeBodyStageParameters:
             driver that holds the last trajectory when the commands stop (a dead ik) then stands on both feet
             instead of freezing on one; while commands flow, each replaces the trajectory before its second
             point, so the tail is never reached. False: two points.
+        max_plan_offset: A walk plan installed while the stage stands whose sole, at the plan's current time,
+            is farther than this [m] horizontally from where the posture has it (or off its ground by more
+            than :data:`GROUND_TOLERANCE`, or turned more than :data:`MAX_PLAN_YAW_OFFSET`) is refused (a
+            plan made on stale feet, e.g. heard late across a restart: its stance foot would jump, its first
+            swing start where the foot is not). Feet slide on physics (up to 3 cm from the posture's after a
+            fault on MuJoCo): a closer plan is walked on its own feet.
     """
 
     solver: IKSolver.Parameters = dataclasses.field(default_factory=IKSolver.Parameters)
@@ -231,6 +248,7 @@ class WholeBodyStageParameters:
     max_settle_distance: float = 0.1
     stabilizer: StabilizerParameters = dataclasses.field(default_factory=StabilizerParameters)
     landing_tail: bool = True
+    max_plan_offset: float = 0.05
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "joint_names", tuple(self.joint_names))
@@ -253,6 +271,7 @@ class WholeBodyStageParameters:
         check_positive("safe_stop_shift_duration", self.safe_stop_shift_duration)
         check_nonnegative("safe_stop_stance_radius", self.safe_stop_stance_radius)
         check_positive("max_settle_distance", self.max_settle_distance)
+        check_positive("max_plan_offset", self.max_plan_offset)
         if not isinstance(self.solve_ahead, bool):
             raise ParameterError("solve_ahead", self.solve_ahead, "true or false")
         if not isinstance(self.landing_tail, bool):
@@ -504,6 +523,9 @@ class WholeBodyStage:
         self._stop_reason = ""  # the reason of its commands
         self._stopped_plan: Optional[int] = None  # the plan whose walk a safe stop ended (not walked again)
         self._landed = False  # after a safe stop: standing at the posture's feet until a plan walks
+        self._refused_plan: Optional[int] = None  # a walk plan refused (stale feet): its references stand
+        self._refusal = ""  # why
+        self.refused_plans = 0  # walk plans refused
         self.safe_stops = 0  # safe stops started
         self.resyncs = 0  # ticks that re-synchronised the model on a measurement (support changes)
         self.prepared = 0  # support corrections made on arrival of their sample, ahead of the reference
@@ -704,7 +726,10 @@ class WholeBodyStage:
             return None
         try:
             times, coms = self._reference_targets(reference)
-            if not self._install_plan_of_reference(plan_id):
+            installed = self._install_plan_of_reference(plan_id, now)
+            if plan_id == self._refused_plan:
+                return self._refused_tick(now, times)
+            if not installed:
                 self._skip(f"references for plan {plan_id} skipped: this stage has plan {self._plan_id}")
                 return None
             if plan_id == self._stopped_plan:
@@ -719,6 +744,17 @@ class WholeBodyStage:
         except _Hold as hold:
             self._skipping = ""
             return self._hold(now, hold.status, str(hold), TickSource.REFERENCE)
+
+    def _refused_tick(self, now: int, times: list) -> JointCommand:
+        """A reference of the refused walk plan: a standing tick holding the body where the posture has it,
+        on the feet where they are (the refused plan's CoM is not followed), status PLAN_REFUSED."""
+        self._skipping = ""
+        self._last_reference_ns = now
+        try:
+            command = self._tick(now, times, [None, None], TickSource.SENSOR)
+        except _Hold as hold:
+            return self._hold(now, hold.status, str(hold), TickSource.SENSOR)
+        return dataclasses.replace(command, status=WholeBodyStatus.PLAN_REFUSED, reason=self._refusal)
 
     def _skip(self, reason: str) -> None:
         """A reference skipped without a command (not a failure): logged at the first of a series."""
@@ -947,20 +983,31 @@ class WholeBodyStage:
         return self.robot.actuated_positions(q)[self._command_index]
 
     # ------------------------------------------------------------------ plans
-    def _install(self, plan_id: int) -> None:
-        """Install the received plan ``plan_id`` (and forget the older ones)."""
+    def _install(self, plan_id: int, now: Optional[int] = None) -> None:
+        """Install the received plan ``plan_id`` (and forget the older ones). At ``now`` (a tick's stamp), a
+        walk plan heard while the stage stands is checked against the posture's feet first
+        (:meth:`_walk_start`): refused, it is not installed (:attr:`_refused_plan`), or it starts from the
+        posture's feet."""
         while self._pending:
             pending_id, plan = self._pending.popitem(last=False)
             if pending_id == plan_id:
                 break
         changed = plan.plan_id != self._plan_id
+        timeline = plan.timeline
+        if changed and plan.walking and now is not None and self._q is not None and self.robot.is_biped \
+                and not self._walking_at(self._plan_time(now)):
+            timeline = self._walk_start(plan, (now - plan.stamp_ns) * 1e-9)
+            if timeline is None:
+                return
+        if changed:
+            self._refused_plan = None
         if changed and plan.walking and not self._plan_walking:
             # A walk starts: the planner's references for it get reference_timeout to arrive before the stage
             # reports them stale (after a restart, discovery of the planner can lag the latched plan); from
             # the first sample when none came yet (-1).
             self._grace_until_ns = self._latest_sample_ns + self._timeout_ns if self._samples else -1
             self._walked = None
-        self._timeline = self._corrector.set_plan(plan.timeline)
+        self._timeline = self._corrector.set_plan(timeline)
         self._plan_id = plan.plan_id
         self._plan_walking = plan.walking
         self._plan_stamp_ns = plan.stamp_ns
@@ -968,12 +1015,46 @@ class WholeBodyStage:
             self._standing = None  # rebuilt from this plan's feet when standing
             self._landed = self._landed and not plan.walking
 
-    def _install_plan_of_reference(self, plan_id: int) -> bool:
-        """Install the plan a reference names, if received. False for a plan never received while the stage
-        has one: the reference is in flight across a restart or a plan change, not a failure."""
+    def _install_plan_of_reference(self, plan_id: int, now: int) -> bool:
+        """Install the plan a reference stamped ``now`` names, if received. False for a plan never received
+        while the stage has one (the reference is in flight across a restart or a plan change, not a
+        failure), or refused."""
         if plan_id in self._pending:
-            self._install(plan_id)
+            self._install(plan_id, now)
         return self._plan_id is None or plan_id == self._plan_id
+
+    def _walk_start(self, plan: WalkPlan, t: float) -> Optional[Timeline]:
+        """The timeline a walk plan heard while standing is walked on at its time ``t``, or None when it is
+        refused: a sole of the plan at ``t`` farther than ``max_plan_offset`` horizontally from where the
+        posture has it, off its ground (:data:`GROUND_TOLERANCE`), or turned more than
+        :data:`MAX_PLAN_YAW_OFFSET` (a plan made on feet where the robot no longer stands: walked, a stance
+        foot would jump and the first swing start from where the foot is not; the IK failed and a step never
+        landed). Closer, the plan is walked on its own feet (made from the measured ones: on MuJoCo the
+        posture's feet are off where the feet slid, and starting the plan from them instead made Talos fall
+        in the walk after an ik restart)."""
+        timeline = plan.timeline
+        poses = self.robot.foot_poses(self._q)
+        planned = foot_targets_at(timeline, t)
+        far = []
+        for foot, frame in self._feet.items():
+            position, rotation = poses[frame]
+            target = planned[foot]
+            offset = float(np.hypot(position[0] - target.position[0], position[1] - target.position[1]))
+            height = float(position[2] - target.position[2])
+            turn = abs(math.remainder(yaw_of(rotation) - target.yaw, 2.0 * math.pi))
+            if (offset > self.params.max_plan_offset or abs(height) > GROUND_TOLERANCE
+                    or turn > MAX_PLAN_YAW_OFFSET):
+                far.append(f"{foot.name.lower()} {offset:.3f} m away, {height:+.3f} m, {turn:.2f} rad")
+        if far:
+            self._refused_plan = plan.plan_id
+            self.refused_plans += 1
+            self._refusal = (f"walk plan {plan.plan_id} refused at t = {t:.3f} s: its soles are not where "
+                             f"the robot stands ({'; '.join(far)}; max_plan_offset "
+                             f"{self.params.max_plan_offset} m): standing where the feet are until a new "
+                             "plan")
+            self.log.error(self._refusal)
+            return None
+        return timeline
 
     def _plan_time(self, ns: int) -> Optional[float]:
         """Time [s] of the timeline at stamp ``ns``, or None without a plan."""
@@ -1166,7 +1247,7 @@ class WholeBodyStage:
                     self._start_safe_stop(self._plan_time(now))
                 else:
                     if self._pending:
-                        self._install(next(reversed(self._pending)))  # no references: the newest plan
+                        self._install(next(reversed(self._pending)), now)  # no references: the newest plan
                     if self._walking_at(self._plan_time(now)):
                         if now < self._grace_until_ns:
                             return None  # a walk just started: its first references are on their way
