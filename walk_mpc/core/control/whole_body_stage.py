@@ -73,7 +73,7 @@ target moves there by a settling step (``SETTLE_TIME``, an arc of ``SETTLE_HEIGH
 sideways), e.g. a foot a dead ik left in the air; but a foot on the plan's ground (within
 ``GROUND_TOLERANCE`` of its height) farther than ``max_settle_distance`` stays where it is, as the planner
 stands at such a measured sole (``resync_distance``): a Stand plan made after a fault may put a foot where
-it never went.
+it never went. The landed feet after a safe stop join where the samples measure them on the ground (no arc).
 
 A walk plan heard while the stage stands (a plan made on stale feet: on the graph, a restarted walk_behavior's
 Stand measured a foot mid-swing, the ik heard it 2 s late and safe-stopped meanwhile, landing that step, and a
@@ -1085,13 +1085,13 @@ class WholeBodyStage:
         (:meth:`_landed_feet`). With feet from a plan or a measurement, the torso is upright over them.
         """
         if self._standing is None:
-            planned = None
+            planned, landed = None, False
             if (self._timeline is not None and self.robot.is_biped and self._tick_source != TickSource.SENSOR
                     and self._plan_id != self._posture_feet_plan and not self._landed):
                 planned = self._planned_standing_feet()
             elif (self._landed and self.robot.is_biped and self._tick_source != TickSource.SENSOR
                   and self._samples):
-                planned = self._landed_feet()
+                planned, landed = self._landed_feet(), True
             torso = None
             if planned is not None:  # upright over the feet, as walking (the posture may lean after a fault)
                 yaws = [yaw_of(planned[frame][:3, :3]) for frame in self._feet.values()]
@@ -1100,7 +1100,7 @@ class WholeBodyStage:
                                                                 foot_poses=planned, torso_rotation=torso)
             self._settle = None
             if planned is not None:
-                self._settle = self._settling(planned)
+                self._settle = self._settling(planned, arc=not landed)
             for leg, effect in self._effects.items():
                 self._standing.gestures.set_gesture_effect(leg, effect)
         return self._standing
@@ -1155,11 +1155,14 @@ class WholeBodyStage:
                 feet[frame] = pose_matrix(posture[frame][0], yaw_of(posture[frame][1]))
         return feet
 
-    def _settling(self, planned: dict) -> Optional[dict]:
+    def _settling(self, planned: dict, arc: bool = True) -> Optional[dict]:
         """When standing targets put a foot elsewhere than the posture has it (a restart after a fault left a
         foot in the air or short of its step), the foot moves there over ``SETTLE_TIME`` with a small arc
         (a settling step) instead of in one tick: frame -> (from pose, to pose); None when every foot is
-        within ``SETTLE_DISTANCE`` of its target."""
+        within ``SETTLE_DISTANCE`` of its target. Without ``arc`` (the landed feet of a safe stop: the model's
+        sole joins where the foot is measured on the ground, millimetres away) the foot stays on the ground:
+        on MuJoCo, a 3 cm arc to move a landed foot 2 mm lifted it while the robot still rocked from the
+        stop's landing, and Talos tipped over it."""
         poses = self.robot.foot_poses(self._q)
         moves = {}
         for frame, target in planned.items():
@@ -1168,8 +1171,9 @@ class WholeBodyStage:
                 moves[frame] = (pose_matrix(position, yaw_of(rotation)), np.asarray(target))
         if not moves:
             return None
-        self.log.info(f"settling {sorted(moves)} onto the plan's feet over {SETTLE_TIME} s")
-        return {"moves": moves, "start": None}
+        self.log.info(f"settling {sorted(moves)} onto the {'plan' if arc else 'measured'}'s feet over "
+                      f"{SETTLE_TIME} s")
+        return {"moves": moves, "start": None, "arc": arc}
 
     def _settled(self, now: int, times, targets: list) -> list:
         """The standing targets with the settling feet at their place on the way (min-jerk in time, an arc
@@ -1196,7 +1200,7 @@ class WholeBodyStage:
             positions, rotations = dict(target.foot_positions), dict(target.foot_rotations)
             for frame, (start, end) in settle["moves"].items():
                 position = (1.0 - blend) * start[:3, 3] + blend * end[:3, 3]
-                if np.linalg.norm(end[:2, 3] - start[:2, 3]) > SETTLE_DISTANCE:
+                if settle["arc"] and np.linalg.norm(end[:2, 3] - start[:2, 3]) > SETTLE_DISTANCE:
                     position = position + [0.0, 0.0, SETTLE_HEIGHT * math.sin(math.pi * s)]
                 positions[frame] = position
                 if frame in rotations:
