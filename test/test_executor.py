@@ -281,3 +281,24 @@ def test_parameter_services_left_out_of_the_wait_set_are_still_answered(context,
     wait_until(future.done, "the parameter service's answer")
     assert future.result().values[0].integer_value == 42
     assert not errors and len(list(node.services)) == 7 and executor._services == []  # served by the drains
+
+
+def test_qos_events_polled_apart_still_reach_their_callbacks(context, spinning):
+    from rclpy.event_handler import SubscriptionEventCallbacks
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from std_msgs.msg import Int32
+
+    from walk_mpc.nodes._executor import FastDispatchExecutor
+
+    node, peer = _node(context, "fast_events"), _node(context, "fast_events_peer")
+    incompatible = []
+    node.create_subscription(
+        Int32, "qos_mismatch", lambda msg: None, QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE),
+        event_callbacks=SubscriptionEventCallbacks(incompatible_qos=incompatible.append))
+    executor = FastDispatchExecutor(context=context)
+    executor.add_node(node)
+    errors = spinning(executor)
+    best_effort = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
+    peer.create_publisher(Int32, "qos_mismatch", best_effort)
+    wait_until(lambda: incompatible, "the incompatible QoS event")
+    assert not errors
