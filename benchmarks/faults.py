@@ -46,6 +46,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Bool, Float64MultiArray
 
+from walk_mpc.core.control.fault_drill import lateral_width
 from walk_mpc.core.walk import footsteps
 from walk_mpc.core.walk.behavior import WalkErrorCode
 from walk_mpc.msg import ComReference, FootstepPlan, TickTiming, WalkFeedback
@@ -141,8 +142,8 @@ class Probe:
         with self.lock:
             final = timeline_from_msg(self.plan).phases[-1]
         left, right = final.left, final.right
-        width = math.hypot(left.position[0] - right.position[0], left.position[1] - right.position[1])
-        return footsteps.walk_forward(left, right, 0.2 * (count - 1), 0.2, width=width, duration=0.9)
+        return footsteps.walk_forward(left, right, 0.2 * (count - 1), 0.2, width=lateral_width(left, right),
+                                      duration=0.9)
 
     def walk(self, steps, on_feedback=None):
         return send_walk(self.node, steps, True, on_feedback, server_timeout=30.0, result_timeout=60.0,

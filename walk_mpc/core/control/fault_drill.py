@@ -195,9 +195,8 @@ class DrillGraph:
         """A Walk goal of ``count`` steps forward from where the feet are; its steps. Raises RuntimeError
         when the supervisor refuses it."""
         left, right = self.feet()
-        width = math.hypot(left.position[0] - right.position[0], left.position[1] - right.position[1])
-        steps = footsteps.walk_forward(left, right, step_length * (count - 1), step_length, width=width,
-                                       duration=duration)
+        steps = footsteps.walk_forward(left, right, step_length * (count - 1), step_length,
+                                       width=lateral_width(left, right), duration=duration)
         answer, output = self.supervisor.submit_goal(goal, steps, True, self.stamp)
         if not answer.accepted:
             raise RuntimeError(f"goal refused: {answer}")
@@ -213,6 +212,15 @@ class DrillGraph:
         """Step until ``goal`` ends (or ``limit`` seconds, or a fall); its result or None."""
         self.run(limit, lambda: self.result_of(goal) is not None)
         return self.result_of(goal)
+
+
+def lateral_width(left: FootPose, right: FootPose) -> float:
+    """Distance [m] between two soles across their mean heading (a walk's ``width``): a stop can leave one
+    foot a step ahead of the other, whose distance is then no width (0.43 m on the graph, beyond the step
+    limits: the walk after the restart could not be written)."""
+    yaw = left.yaw + 0.5 * math.remainder(right.yaw - left.yaw, 2.0 * math.pi)
+    dx, dy = (left.position[i] - right.position[i] for i in (0, 1))
+    return abs(-math.sin(yaw) * dx + math.cos(yaw) * dy)
 
 
 def phase_name(timeline: Timeline, t: float) -> str:
@@ -320,4 +328,5 @@ def drill(graph: DrillGraph, node: str, kill_at: Optional[float], steps: int = 4
     return row
 
 
-__all__ = ["DEATH_CODES", "NODES", "ORIGIN_NS", "DrillGraph", "DrillRow", "drill", "phase_name"]
+__all__ = ["DEATH_CODES", "NODES", "ORIGIN_NS", "DrillGraph", "DrillRow", "drill", "lateral_width",
+           "phase_name"]
