@@ -285,6 +285,7 @@ def main() -> int:
     parser.add_argument("--in-process", action="store_true", help="the drill without ROS (module docstring)")
     parser.add_argument("--times", nargs="*", type=float, default=list(IN_PROCESS_TIMES),
                         help="--in-process: kill times [s into the walk]")
+    parser.add_argument("--log-dir", default="", help="keep the node logs there (default: a temporary dir)")
     parser.add_argument("--stand", type=float, default=1.0,
                         help="--in-process: seconds from the restart to the walk after it")
     args = parser.parse_args()
@@ -292,7 +293,8 @@ def main() -> int:
         return in_process(args.nodes, args.times, args.stand, args.sim)
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     rows = []
-    with tempfile.TemporaryDirectory() as logs:
+    with tempfile.TemporaryDirectory() as temporary:
+        logs = args.log_dir or temporary
         processes = GraphProcesses("talos", args.sim, log_dir=logs)
         processes.start()
         probe = Probe()
