@@ -4,7 +4,8 @@ Starts the same nodes with the same parameters file as launch/walk.launch.py, in
 single-threaded executor: :class:`~walk_mpc.nodes._executor.FastDispatchExecutor` (rclpy's
 SingleThreadedExecutor when a node's ``fast_dispatch`` is false; rclpy 9's MultiThreadedExecutor drops
 most of a 100 Hz sensor stream here: it resubmits tasks its pool has not started; no walk_mpc callback
-blocks). ``--nodes`` starts some of them only, e.g. the control nodes of a robot in one process beside its
+blocks), at the highest ``realtime_priority`` of its nodes (see ``_common.apply_realtime_priority``).
+``--nodes`` starts some of them only, e.g. the control nodes of a robot in one process beside its
 sim (:class:`walk_mpc.tools.launch_graph.GraphProcesses` with ``control_process``):
 
     python -m walk_mpc.nodes.bringup [--robot talos|g1|romeo] [--sim kinematic|mujoco|none]
@@ -36,9 +37,11 @@ from rclpy.parameter import Parameter
 from walk_mpc.core.errors import ConfigError
 from walk_mpc.graph import load_graph, namespace_frames
 from walk_mpc.nodes._common import (
+    apply_realtime_priority,
     bringup_overrides,
     fast_dispatch,
     freeze_startup_objects,
+    realtime_priority,
     run_guarded,
 )
 from walk_mpc.nodes._executor import FastDispatchExecutor, fast_dispatch_supported
@@ -173,6 +176,8 @@ def main(args: Optional[Sequence[str]] = None) -> int:
         nodes = create_nodes(options.robot, options.sim, options.config, namespace=options.namespace,
                              names=options.nodes)
         try:
+            if nodes:  # the process runs at the highest realtime_priority of its nodes (0: normal scheduling)
+                apply_realtime_priority(max(nodes, key=realtime_priority))
             freeze_startup_objects()
             executor = make_graph_executor(nodes)
             executor.spin()
