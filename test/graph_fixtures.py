@@ -52,6 +52,9 @@ GEOMETRY_EPS = 1e-6
 #: Time limits [s]: graph start-up (model loading, discovery) and one scenario.
 STARTUP_TIMEOUT = 90.0
 WALK_TIMEOUT = 60.0
+#: Feedback silence [s] after which a walk's client gives the server up (send_walk's default 1 s is what a
+#: user gets and test_graph_faults checks; the other scenarios ride out a loaded machine's stalls).
+SERVER_SILENCE = 5.0
 
 
 def params_file() -> Path:
@@ -404,9 +407,9 @@ class GraphClient:
     # -- walking
     def walk(self, steps: Sequence[Step], plan_complete: bool = True,
              on_feedback: Optional[Callable] = None, cancel: Optional[threading.Event] = None,
-             timeout: float = WALK_TIMEOUT):
+             timeout: float = WALK_TIMEOUT, server_silence: float = SERVER_SILENCE):
         """Send a Walk goal and wait for its outcome; returns (WalkOutcome, feedback list)."""
-        from walk_mpc.tools.send_walk import send_walk
+        from walk_mpc.tools.send_walk import ActionServerLost, send_walk
 
         feedback: List = []
 
@@ -419,7 +422,8 @@ class GraphClient:
             deadline = time.monotonic() + STARTUP_TIMEOUT
             while True:
                 outcome = send_walk(self.node, steps, plan_complete, collect, server_timeout=30.0,
-                                    result_timeout=timeout, cancel=cancel, client=self.action_client)
+                                    result_timeout=timeout, cancel=cancel, client=self.action_client,
+                                    server_silence=server_silence)
                 # The walk_behavior discovers each node on its own, possibly after this client: a goal it
                 # refuses for a link it has not heard yet is sent again, paced by its walk/status.
                 if "received yet: is the" not in outcome.error_msg or time.monotonic() > deadline:
@@ -431,10 +435,14 @@ class GraphClient:
             spinning = "" if error is None else f" (test client stopped spinning: {error!r})"
             detail = self.control.diagnose() if self.control is not None else ""
             raise AssertionError(f"{exc}{spinning}\n{detail}") from exc
+        except ActionServerLost:
+            if self.control is not None:  # shown with the failure, unless a test expected it
+                print(self.control.diagnose())
+            raise
         return outcome, feedback
 
     @contextlib.contextmanager
-    def walking(self, count: int = 4, past_step: int = 1):
+    def walking(self, count: int = 4, past_step: int = 1, server_silence: float = SERVER_SILENCE):
         """From Stand, :meth:`walk` ``count`` :meth:`forward_steps` in a thread; the block runs once the
         feedback shows step ``past_step`` touched down, the walk still going; yields the walk's Future
         (of (WalkOutcome, feedback))."""
@@ -447,7 +455,7 @@ class GraphClient:
                 stepping.set()
 
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            walk = pool.submit(self.walk, steps, True, on_feedback)
+            walk = pool.submit(self.walk, steps, True, on_feedback, server_silence=server_silence)
             self.wait_until(lambda: stepping.is_set() or walk.done(), f"the walk past step {past_step}", 30.0)
             assert not walk.done(), walk.result()[0]
             yield walk

@@ -47,7 +47,7 @@ def graph(tmp_path_factory):
 def kill_in_step_two(client: GraphClient, control: ProcessControl, node: str):
     """Start a 4-step walk, SIGKILL ``node`` once step 1 has touched down; returns (outcome or the exception,
     seconds from the kill to the end, the index of the first CoM reference after the kill)."""
-    with client.walking(4) as walk:
+    with client.walking(4, server_silence=1.0) as walk:  # the client's default: told within 1 s
         first_reference = len(client.reference_coms)
         killed = time.monotonic()
         assert control.stop(node, signal.SIGKILL) == -signal.SIGKILL
