@@ -109,3 +109,83 @@ def test_trusted_position_and_yaw_are_bit_identical_to_swing_pose():
         assert np.array(position).tobytes() == sample.position.tobytes()
         assert yaw == sample.yaw
 
+
+
+# ------------------------------------------------------------------------------ re-planned mid-swing
+def _walk(step_y: float = 0.085):
+    from walk_mpc.core.walk.footsteps import walk_forward
+    from walk_mpc.core.walk.timeline import FootPose, GaitTiming, Timeline
+
+    left, right = FootPose((0.0, 0.085, 0.0)), FootPose((0.0, -0.085, 0.0))
+    steps = list(walk_forward(left, right, 0.8, step_length=0.2, width=0.17, duration=1.1))
+    x = steps[2].position[0] - 0.05
+    steps[2] = steps[2].replace(position=(x, step_y, 0.0), yaw=0.1 * (step_y - 0.085))
+    return Timeline(left, right, steps, GaitTiming(0.6, 0.3, 0.6))
+
+
+def _swing_phase(timeline):
+    return next(p for p in timeline.phases if p.kind.name == "SINGLE" and p.step_index == 3)
+
+
+def test_a_step_moved_mid_swing_leaves_the_old_swing_without_a_jump_and_lands_on_the_new_touchdown():
+    from walk_mpc.core.body.swing import RetargetedPhase, retarget_swing
+    from walk_mpc.core.body.targets import foot_targets_at
+
+    old = _walk()
+    new = _walk(step_y=0.14)  # step 3 5.5 cm out and turned
+    phase = _swing_phase(old)
+    foot = phase.swing_foot
+    t_r = phase.t_start + 0.55 * phase.duration
+    replanned = retarget_swing(new, old, t_r)
+    assert isinstance(replanned.phase_at(t_r), RetargetedPhase)
+    assert replanned.steps == new.steps
+    assert replanned.phases[:5] == new.phases[:5]
+
+    def pose(timeline, t):
+        target = foot_targets_at(timeline, t)[foot]
+        return np.array([*target.position, target.yaw])
+
+    dt = 1e-4
+    for t in (t_r - 0.2, t_r):  # the old swing until the re-plan
+        np.testing.assert_array_equal(pose(replanned, t), pose(old, t))
+    # Position, velocity and acceleration continuous at the re-plan; the bare new timeline jumps.
+    before = [pose(old, t_r + k * dt) for k in (-1, 0, 1)]
+    after = [pose(replanned, t_r + k * dt) for k in (-1, 0, 1)]
+    np.testing.assert_allclose(after[2] - after[1], before[2] - before[1], atol=1e-8)
+    np.testing.assert_allclose(after[2] - 2 * after[1] + after[0], before[2] - 2 * before[1] + before[0],
+                               atol=1e-9)
+    assert np.linalg.norm(pose(new, t_r)[:2] - pose(old, t_r)[:2]) > 0.02
+    # Lands on the new touchdown, at rest, the apex kept.
+    touchdown = new.phase_at(t_r).foot(foot)
+    np.testing.assert_allclose(pose(replanned, phase.t_end)[:3], touchdown.position, atol=1e-12)
+    assert pose(replanned, phase.t_end)[3] == pytest.approx(touchdown.yaw)
+    end = phase.t_end
+    np.testing.assert_allclose(pose(replanned, end) - pose(replanned, end - dt), 0.0, atol=1e-9)
+    heights = [pose(replanned, t)[2] for t in np.linspace(phase.t_start, phase.t_end, 41)]
+    assert max(heights) == pytest.approx(max(pose(old, t)[2] for t in np.linspace(phase.t_start, phase.t_end,
+                                                                                  41)))
+    # After the swing, the new timeline's feet.
+    t = phase.t_end + 0.1
+    np.testing.assert_array_equal(pose(replanned, t), pose(new, t))
+
+
+def test_a_re_plan_is_kept_by_corrections_and_made_only_for_the_step_in_the_air():
+    from walk_mpc.core.body.swing import RetargetedPhase, retarget_swing
+
+    old, new = _walk(), _walk(step_y=0.14)
+    phase = _swing_phase(old)
+    t_r = phase.t_start + 0.4 * phase.duration
+    replanned = retarget_swing(new, old, t_r)
+    # A correction (same touchdown) keeps the re-plan; replan=False never makes one.
+    assert retarget_swing(new, replanned, t_r + 0.1, replan=False).phase_at(t_r).retarget \
+        == replanned.phase_at(t_r).retarget
+    assert retarget_swing(new, new, t_r) is new
+    assert retarget_swing(new, old, t_r, replan=False) is new
+    assert not isinstance(retarget_swing(_walk(), old, t_r).phase_at(t_r), RetargetedPhase)  # nothing moved
+    # Not in the air: in double support, before lift-off, without a previous timeline.
+    assert retarget_swing(new, old, phase.t_end + 0.1) is new
+    assert retarget_swing(new, old, phase.t_start - 0.35) is new
+    assert retarget_swing(new, None, t_r) is new
+    # Twice: the second re-plan starts from the first's trajectory.
+    again = retarget_swing(_walk(step_y=0.2), replanned, t_r + 0.1)
+    assert again.phase_at(t_r).retarget.base is replanned.phase_at(t_r)

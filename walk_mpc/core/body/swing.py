@@ -13,17 +13,27 @@ is the apex. Yaw follows the same blend along the shortest angular path.
 
 Derivatives are returned with respect to ``s``; divide by the swing duration [s]
 (and its square for accelerations) to get time derivatives.
+
+**Re-planned mid-swing** (:func:`retarget_swing`): when a new plan moves the touchdown of the step in the
+air (step adjustment), the foot leaves the trajectory it was following at ``s_r`` for the new touchdown
+``p1'`` without a jump: ``p'(s) = p(s) + (p1' - p1) b((s - s_r) / (1 - s_r))`` for ``s > s_r`` (``p`` the
+previous trajectory, itself possibly re-planned; ``b`` has zero velocity and acceleration at both ends:
+position, velocity and acceleration stay continuous at ``s_r``), the yaw alike. The timeline's swinging
+phase carries it (:class:`RetargetedPhase`); :func:`phase_swing_position_yaw` evaluates either kind.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
+from typing import Optional
 
 import numpy as np
 
 from walk_mpc.core._validate import finite_number, finite_vector
 from walk_mpc.core.errors import InputError
+from walk_mpc.core.walk.timeline import Phase, PhaseKind, Timeline
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,3 +165,76 @@ def swing_position_yaw(
     z = z0 + (z1 - z0) * b
     z += swing_height * a
     return (x0 + (x1 - x0) * b, y0 + (y1 - y0) * b, z), start_yaw + wrap_angle(end_yaw - start_yaw) * b
+
+
+@dataclasses.dataclass(frozen=True)
+class SwingRetarget:
+    """A swing re-planned mid-swing (module docstring).
+
+    Attributes:
+        s: Normalised swing time of the re-plan, in (0, 1).
+        base: The swinging phase the foot followed until then (its touchdown the previous one).
+    """
+
+    s: float
+    base: Phase
+
+
+@dataclasses.dataclass(frozen=True)
+class RetargetedPhase(Phase):
+    """A single-support phase whose swing was re-planned mid-swing (:func:`retarget_swing`)."""
+
+    retarget: Optional[SwingRetarget] = None
+
+
+def phase_swing_position_yaw(phase: Phase, s: float) -> tuple[tuple[float, float, float], float]:
+    """Swing foot position and yaw at normalised time ``s`` in [0, 1] of a single-support ``phase`` of a
+    timeline (its ``swing_start`` to its touchdown pose, re-planned where it carries a
+    :class:`SwingRetarget`)."""
+    pose = phase.foot(phase.swing_foot)
+    retarget = getattr(phase, "retarget", None)
+    if retarget is None:
+        start = phase.swing_start
+        return swing_position_yaw(start.position, start.yaw, pose.position, pose.yaw, phase.swing_height, s)
+    point, yaw = phase_swing_position_yaw(retarget.base, s)
+    if s <= retarget.s:
+        return point, yaw
+    g = blend((s - retarget.s) / (1.0 - retarget.s))[0]
+    old = retarget.base.foot(phase.swing_foot)
+    moved = tuple(p + (n - o) * g for p, n, o in zip(point, pose.position, old.position))
+    return moved, yaw + wrap_angle(pose.yaw - old.yaw) * g
+
+
+def retarget_swing(timeline: Timeline, previous: Optional[Timeline], t: float,
+                   replan: bool = True) -> Timeline:
+    """``timeline`` (a new plan, or a new correction of it) replacing ``previous`` at time ``t`` [s], with
+    the step in the air re-planned from where its foot is (module docstring).
+
+    When both timelines swing the same step at ``t`` (same index, foot and phase times): a touchdown that
+    moved gives the phase a :class:`SwingRetarget` at the phase's progress (only with ``replan``); an
+    unchanged one keeps the re-plan ``previous`` carried. Otherwise ``timeline`` itself is returned.
+    """
+    if previous is None or previous is timeline:
+        return timeline
+    index = timeline.phase_index_at(t)
+    phase = timeline.phases[index]
+    if phase.kind is not PhaseKind.SINGLE:
+        return timeline
+    before = previous.phase_at(t)
+    if (before.kind is not PhaseKind.SINGLE or before.step_index != phase.step_index
+            or before.swing_foot is not phase.swing_foot or before.t_start != phase.t_start
+            or before.t_end != phase.t_end):
+        return timeline
+    foot = phase.swing_foot
+    if before.foot(foot) == phase.foot(foot):
+        retarget = getattr(before, "retarget", None)
+    else:
+        s = phase.progress(t)
+        retarget = SwingRetarget(s, before) if replan and 0.0 < s < 1.0 else None
+    if retarget is None:
+        return timeline
+    fields = {f.name: getattr(phase, f.name) for f in dataclasses.fields(Phase)}
+    result = copy.copy(timeline)
+    result.phases = timeline.phases[:index] + (RetargetedPhase(**fields, retarget=retarget),) \
+        + timeline.phases[index + 1:]
+    return result

@@ -33,7 +33,7 @@ from walk_mpc.core._validate import finite_number, finite_vector
 from walk_mpc.core.body.gesture import GestureController, inverse_transform
 from walk_mpc.core.body.ik import IKTargets, _posture_vector, _rotation
 from walk_mpc.core.body.robot import RobotModel, rotation_z, yaw_of
-from walk_mpc.core.body.swing import swing_position_yaw, wrap_angle
+from walk_mpc.core.body.swing import phase_swing_position_yaw, swing_position_yaw, wrap_angle
 from walk_mpc.core.errors import InputError, ShapeError
 from walk_mpc.core.walk.step import Foot
 from walk_mpc.core.walk.timeline import PhaseKind, Timeline
@@ -74,8 +74,11 @@ def _feet_at(timeline: Timeline, t: float) -> tuple[tuple[np.ndarray, float, boo
         if foot is swing:
             # Timeline poses are finite and swing heights >= 0 (Step): swing_pose without its checks.
             start = phase.swing_start
-            point, yaw = swing_position_yaw(start.position, start.yaw, pose.position, pose.yaw,
-                                            phase.swing_height, phase.progress(t))
+            if getattr(phase, "retarget", None) is not None:  # re-planned mid-swing (step adjustment)
+                point, yaw = phase_swing_position_yaw(phase, phase.progress(t))
+            else:
+                point, yaw = swing_position_yaw(start.position, start.yaw, pose.position, pose.yaw,
+                                                phase.swing_height, phase.progress(t))
             position = np.array(point)
         else:
             position, yaw = np.array(pose.position), pose.yaw

@@ -132,6 +132,7 @@ from walk_mpc.core.body.gesture import GestureController, GestureDof, elementary
 from walk_mpc.core.body.ik import IKResult, IKSolver, IKTargets
 from walk_mpc.core.body.robot import RobotModel, rotation_z, yaw_of
 from walk_mpc.core.body.state_estimation import correction_anchor, estimate_state, sole_from_anchor
+from walk_mpc.core.body.swing import retarget_swing
 from walk_mpc.core.body.targets import (
     StandingTargets,
     foot_targets_at,
@@ -1007,7 +1008,9 @@ class WholeBodyStage:
             # the first sample when none came yet (-1).
             self._grace_until_ns = self._latest_sample_ns + self._timeout_ns if self._samples else -1
             self._walked = None
-        self._timeline = self._corrector.set_plan(timeline)
+        previous, self._timeline = self._timeline, self._corrector.set_plan(timeline)
+        if now is not None and self._plan_stamp_ns == plan.stamp_ns:  # a step in the air moved: re-planned
+            self._timeline = retarget_swing(self._timeline, previous, self._plan_time(now))
         self._plan_id = plan.plan_id
         self._plan_walking = plan.walking
         self._plan_stamp_ns = plan.stamp_ns
@@ -1619,7 +1622,7 @@ class WholeBodyStage:
             return False
         if correction is None or not correction.applied:
             return False
-        self._timeline = self._corrector.timeline
+        self._timeline = retarget_swing(self._corrector.timeline, self._timeline, t, replan=False)
         self.log.debug(f"{correction.foot.name.lower()} sole of step {correction.step_index} measured "
                        f"{1e3 * correction.position_error:.2f} mm from its plan at t = {t:.3f} s")
         return True
