@@ -17,15 +17,19 @@ stance sole):
    noise) the stabilizer can correct the error: nothing changes. Outside, ``q*`` is clamped into the sole
    and the DCM at touchdown misses the nominal one by ``delta = (q* - q_clamped) (e - 1)``: the step moves
    by ``delta`` (the DCM keeps its nominal offset from the landed sole), when ``|delta|`` exceeds
-   ``deadband``.
+   ``deadband``, each direction of the stance sole's frame within its own limit (``max_forward_shift``,
+   ``max_backward_shift``, ``max_widening_shift``, ``max_narrowing_shift``; by default only backward: the
+   other directions measured worse on MuJoCo, see the parameters).
 3. **Within the step limits.** The moved step is saturated against its stance sole
    (:func:`~walk_mpc.core.walk.saturation.saturate_step`, the walk's :class:`StepLimits`), and the steps after
    it against their new predecessors: :func:`adjusted_steps`.
 
 Decisions are taken from ``min_swing_time`` after lift-off (the DCM estimate settles on the new stance sole)
 to ``min_time_to_touchdown`` before touchdown (later, the foot cannot follow), and a step already moved moves
-again only by more than ``update_distance`` (every change is a new plan). Committed step indices, feet and
-durations never change: only where the steps land.
+again only by more than ``update_distance`` (every change is a new plan). The whole-body stage re-plans the
+swing of a step moved in the air from where the foot is (:func:`~walk_mpc.core.body.swing.retarget_swing`:
+no jump of the foot's target). Committed step indices, feet and durations never change: only where the steps
+land.
 
 The walk behavior (:class:`~walk_mpc.core.control.walk_supervisor.WalkSupervisor`) applies the changes to its
 committed steps (they are what the plan topics and ``step_queue_saturated`` show); the in-process loop
@@ -63,30 +67,43 @@ class StepAdjustmentParameters:
         zmp_tolerance: The ZMP needed may leave the stance sole's region by this much [m] before a step moves
             (the DCM estimate's noise, a few cm while the stance sole rocks).
         update_distance: A step already moved moves again only when its new place is farther than this [m]
-            (default: once per step; on MuJoCo every move of a swinging foot jerks it, and repeated moves of
-            the same step fell where one move walked).
+            (the swing is re-planned from where the foot is, :func:`~walk_mpc.core.body.swing.retarget_swing`:
+            a step follows the DCM as its estimate settles after the push).
         min_swing_time: No decision earlier than this [s] after lift-off.
         min_time_to_touchdown: No decision later than this [s] before touchdown.
         sole_margin: The stance sole's region of ZMP correction is the planner's sole shrunk by this [m].
         max_shift: Largest move [m] of a step from its planned place (before the step limits).
+        max_forward_shift: Largest move [m] of a step forward (along its stance sole's heading; default 0:
+            on MuJoCo Talos' pelvis tilted past 10 degrees on the longer steps, forward pushes 31 -> 25 N s).
+        max_backward_shift: Largest move [m] of a step backward.
+        max_widening_shift: Largest move [m] of a step sideways away from its stance sole (default 0: wider
+            steps measured worse, inward pushes 28 -> 25 N s).
+        max_narrowing_shift: Largest move [m] of a step sideways toward its stance sole (default 0: a push
+            over the stance foot is not caught by the swinging foot, which would cross toward it; outward
+            pushes 15.6 -> 9.4 N s).
         filter_time: Time constant [s] of the low-pass filter of the measured DCM (0: none).
     """
 
     enabled: bool = False
     deadband: float = 0.02
     zmp_tolerance: float = 0.05
-    update_distance: float = 0.3
+    update_distance: float = 0.03
     min_swing_time: float = 0.1
     min_time_to_touchdown: float = 0.2
     sole_margin: float = 0.0
     max_shift: float = 0.3
+    max_forward_shift: float = 0.0
+    max_backward_shift: float = 0.3
+    max_widening_shift: float = 0.0
+    max_narrowing_shift: float = 0.0
     filter_time: float = 0.05
 
     def __post_init__(self) -> None:
         if not isinstance(self.enabled, bool):
             raise ParameterError("enabled", self.enabled, "true or false")
         for name in ("deadband", "zmp_tolerance", "update_distance", "min_swing_time",
-                     "min_time_to_touchdown", "sole_margin", "filter_time"):
+                     "min_time_to_touchdown", "sole_margin", "filter_time", "max_forward_shift",
+                     "max_backward_shift", "max_widening_shift", "max_narrowing_shift"):
             check_nonnegative(name, getattr(self, name))
         check_positive("max_shift", self.max_shift)
 
@@ -229,6 +246,9 @@ class StepAdjuster:
         if float(np.max(np.abs(local - clamped))) <= p.zmp_tolerance:
             clamped = local  # within what the ZMP (and the estimate's noise) covers
         miss = (local - clamped) * (e - 1.0)
+        side = 1.0 if phase.swing_foot is Foot.LEFT else -1.0  # the swinging sole's side of the stance sole
+        miss[0] = min(p.max_forward_shift, max(-p.max_backward_shift, miss[0]))
+        miss[1] = side * min(p.max_widening_shift, max(-p.max_narrowing_shift, side * miss[1]))
         shift = np.array([c * miss[0] - s * miss[1], s * miss[0] + c * miss[1]])
         norm = float(np.linalg.norm(shift))
         self.last = {"t": t, "step": index, "dcm": xi.tolist(), "zmp_needed": local.tolist(),
