@@ -151,7 +151,8 @@ def test_a_step_moved_in_the_air_does_not_make_the_swing_foot_target_jump(estima
     gait = rb.Gait(steps=6)
     timeline = rb.timeline_of(robot, gait)
     t0, unit = rb.push_directions(robot, gait, True)["backward"]
-    physics = MujocoSim.Parameters(gain_patterns=("leg_",), gain_kp=(rb.LEG_KP,), gain_kd=(rb.LEG_KP / 100.0,))
+    kp = rb.LEG_KP
+    physics = MujocoSim.Parameters(gain_patterns=("leg_",), gain_kp=(kp,), gain_kd=(kp / 100.0,))
     sim = MujocoSim(KinematicSim.Parameters(), physics, robot=robot)
     truth = sim.sensor_sample
     sim.sensor_sample = lambda: dataclasses.replace(truth(), base_estimate_valid=False)
@@ -267,3 +268,5 @@ def test_the_walk_supervisor_moves_the_steps_the_in_process_loop_moves(estimated
     for a, b in zip(ours, theirs):
         assert a.position == pytest.approx(b.position, abs=1e-9)  # (the behavior's clock sums its dt)
     assert any(a.position != c.position for a, c in zip(ours, timeline.steps))
+    # One stamp: the ik's whole-body stage re-plans the moved swing (a plan of another stamp is another walk).
+    assert len({plan.stamp_ns for plan in plans}) == 1
