@@ -96,6 +96,7 @@ def probe(args: argparse.Namespace) -> int:
         start, deadlines = monitor.mark(), monitor.deadlines
         cancel = threading.Event()
         timer = threading.Timer(args.duration, cancel.set)
+        timer.daemon = True  # never holds the probe's exit
         timer.start()
         outcome = send_walk(client, steps, server_timeout=30.0, result_timeout=args.duration + 60.0,
                             client=walk_client, cancel=cancel)
@@ -187,7 +188,12 @@ def run(count: int, args: argparse.Namespace, logs: Path) -> None:
         load = os.getloadavg()[0]
     finally:
         for p in probes:
-            p.wait(30)
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:  # a stuck probe: the graphs are stopped all the same
+                print(f"probe {p.pid} did not exit: killed", file=sys.stderr)
+                p.kill()
+                p.wait()
         for g in graphs:
             g.stop()
     print(f"\n## {count} robot(s), {args.mode}, {args.duration:.0f} s walking window"
