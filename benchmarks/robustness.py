@@ -14,8 +14,8 @@ below 90 % of its height, :class:`~walk_mpc.core.control.closed_loop.ClosedLoopP
 * **leg gains**: the lowest leg kp (kd = kp / 100) in a list at which the 10-step walk stands;
 * **speed**: the fastest gait (step length, single / double support) of a list that walks 10 steps.
 
-``--step-adjustment``: the push rows with the stabilizer on, step adjustment from the measured DCM
-(:mod:`walk_mpc.core.control.step_adjustment`) off vs on.
+``--step-adjustment``: every row with the stabilizer on, step adjustment from the measured DCM
+(:mod:`walk_mpc.core.control.step_adjustment`, its default parameters) off vs on.
 
 ``--estimated``: the samples carry no base pose (``base_estimate_valid`` false): the controllers estimate
 the state from the IMU and the legs (the simulator's truth only scores). ``--sections`` selects rows.
@@ -192,7 +192,7 @@ def main(argv=None) -> None:
     parser.add_argument("--iterations", type=int, default=5, help="bisection halvings of each push")
     parser.add_argument("--estimated", action="store_true", help="samples without base pose (IMU + legs)")
     parser.add_argument("--step-adjustment", action="store_true",
-                        help="pushes only: the stabilizer on, step adjustment off vs on")
+                        help="the stabilizer on, step adjustment off vs on")
     args = parser.parse_args(argv)
     global ESTIMATED
     ESTIMATED = args.estimated
@@ -205,36 +205,35 @@ def main(argv=None) -> None:
         rows.append((what, off, on))
         print(f"{what}: off {off}, on {on}  ({time.perf_counter() - started:.0f} s)", flush=True)
 
+    # (stabilizer, step adjustment) of the two columns
+    columns = ((True, False), (True, True)) if args.step_adjustment else ((False, False), (True, False))
     if "pushes" in sections:
         for walking in (True, False):
             gait = Gait(steps=6) if walking else Gait(steps=0)
             for name, direction in push_directions(robot, gait, walking).items():
-                if args.step_adjustment:
-                    values = [largest_push(robot, True, walking, direction, iterations=args.iterations,
-                                           adjust=on) for on in (False, True)]
-                else:
-                    values = [largest_push(robot, on, walking, direction, iterations=args.iterations)
-                              for on in (False, True)]
+                values = [largest_push(robot, on, walking, direction, iterations=args.iterations,
+                                       adjust=adjust) for on, adjust in columns]
                 row(f"push {'walking' if walking else 'standing'} {name} [N s]", f"{values[0]:.1f}",
                     f"{values[1]:.1f}")
     if "terrain" in sections:
         for height in (0.01, 0.02, 0.03):
             terrain = plank_terrain(robot, height)
-            results = [walked(run_walk(robot, on, terrain=terrain)) for on in (False, True)]
+            results = [walked(run_walk(robot, on, terrain=terrain, adjust=adjust)) for on, adjust in columns]
             row(f"unseen plank {100 * height:.0f} cm", _fmt(results[0]), _fmt(results[1]))
         for degrees in (1.0, -1.0, 2.0, -2.0, 3.0, -3.0):
-            results = [walked(run_walk(robot, on, terrain=ramp_terrain(degrees))) for on in (False, True)]
+            results = [walked(run_walk(robot, on, terrain=ramp_terrain(degrees), adjust=adjust))
+                       for on, adjust in columns]
             row(f"unseen ramp {degrees:+.0f} deg", _fmt(results[0]), _fmt(results[1]))
     if "gains" in sections:
         lowest = []
-        for on in (False, True):
-            ok = [kp for kp in GAINS if walked(run_walk(robot, on, kp=kp))]
+        for on, adjust in columns:
+            ok = [kp for kp in GAINS if walked(run_walk(robot, on, kp=kp, adjust=adjust))]
             lowest.append(f"{min(ok):.0f} (walks at {', '.join(f'{k:.0f}' for k in ok)})" if ok else "none")
         row(f"lowest leg kp that walks, of {', '.join(f'{k:.0f}' for k in GAINS)}", *lowest)
     if "speed" in sections:
         fastest = []
-        for on in (False, True):
-            ok = [g for g in GAITS if walked(run_walk(robot, on, gait=g))]
+        for on, adjust in columns:
+            ok = [g for g in GAITS if walked(run_walk(robot, on, gait=g, adjust=adjust))]
             best = max(ok, key=lambda g: g.speed) if ok else None
             fastest.append("none" if best is None else
                            f"{best.speed:.2f} m/s ({best.length} m, {best.single}/{best.double} s)")
