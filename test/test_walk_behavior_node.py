@@ -690,6 +690,8 @@ def test_measured_support_foot_is_forward_kinematics_of_the_sensor_state(start_n
 
 @pytest.mark.parametrize("override, name", [
     ("control_period:=0.0", "control_period"),
+    ("stamps.max_rate:=0.5", "stamps.max_rate"),
+    ("stand_follow_distance:=-1.0", "stand_follow_distance"),
     ("behavior.timing.sway_duration:=-1.0", "sway_duration"),
     ("behavior.limits.max_stride:=0.3", "behavior.limits.max_stride"),  # unknown parameter
 ])

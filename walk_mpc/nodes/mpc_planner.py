@@ -48,6 +48,7 @@ from visualization_msgs.msg import MarkerArray
 
 from walk_mpc.core.body.robot import RobotModel
 from walk_mpc.core.control.planner_stage import PlannerStage, PlannerStageParameters, PlannerTick
+from walk_mpc.core.control.stamps import StampGuardParameters
 from walk_mpc.core.control.types import CoMReference, PlannerStatus
 from walk_mpc.core.errors import ParameterError, WalkMpcError
 from walk_mpc.core.mpc.planner import PlannerOutput, PlannerParameters
@@ -125,6 +126,7 @@ class MpcPlannerNodeParameters:
         markers_topic: MarkerArray output.
         timing_topic: TickTiming output.
         frame_id: World frame of the outputs.
+        stamps: The SensorState stamp guard (rogue stamps rejected, a new time base re-anchored on).
     """
 
     planner: PlannerParameters = dataclasses.field(default_factory=PlannerParameters)
@@ -149,6 +151,7 @@ class MpcPlannerNodeParameters:
     markers_topic: str = "mpc/markers"
     timing_topic: str = "mpc/timing"
     frame_id: str = "world"
+    stamps: StampGuardParameters = dataclasses.field(default_factory=StampGuardParameters)
 
     def __post_init__(self) -> None:
         if not isinstance(self.robot, RobotModel.Parameters):
@@ -165,7 +168,7 @@ class MpcPlannerNodeParameters:
 
     @property
     def stage(self) -> PlannerStageParameters:
-        """Parameters of the node's :class:`PlannerStage` (default stamp plausibility)."""
+        """Parameters of the node's :class:`PlannerStage`."""
         support = SupportCorrectionParameters(enabled=self.support_correction_enabled,
                                               shift_later_steps=self.support_shift_later_steps,
                                               measured_height=self.support_measured_height)
@@ -173,7 +176,8 @@ class MpcPlannerNodeParameters:
                                       feedback_enabled=self.feedback_enabled, support_correction=support,
                                       prepare_ahead=self.prepare_ahead, sensor_timeout=self.sensor_timeout,
                                       max_com_distance=self.max_com_distance,
-                                      resync_distance=self.resync_distance, resync_time=self.resync_time)
+                                      resync_distance=self.resync_distance, resync_time=self.resync_time,
+                                      stamps=self.stamps)
 
 
 def _stamp(ns: int) -> Time:

@@ -116,6 +116,8 @@ from std_msgs.msg import Bool, Float64MultiArray
 from walk_mpc.action import Walk
 from walk_mpc.core.body.robot import RobotModel
 from walk_mpc.core.control.landings import LandingParameters
+from walk_mpc.core.control.stamps import StampGuardParameters
+from walk_mpc.core.control.step_adjustment import StepAdjustmentParameters
 from walk_mpc.core.control.walk_supervisor import (
     LINK_ERRORS,
     GoalPoseParameters,
@@ -209,6 +211,11 @@ class WalkBehaviorNodeParameters:
         goal_pose_topic: geometry_msgs/PoseStamped goal poses to walk to ('' = not subscribed).
         goal_pose_frame: The frame of the goal poses (the plans' world frame; an empty frame_id is taken too).
         goal_pose: Step sizes of the walks to a goal pose [m, m, rad].
+        stamps: The SensorState stamp guard (rogue stamps rejected, a new time base re-anchored on).
+        stand_follow_distance: Standing on both feet, a measured sole this far [m] from Stand's for
+            ``stand_follow_time`` [s] (or turned by ``stand_follow_yaw`` [rad]) re-anchors Stand at the
+            measured feet; 0: never.
+        step_adjustment: Step adjustment from the measured DCM (needs ``measure_feet``), off by default.
     """
 
     behavior: WalkBehavior.Parameters = dataclasses.field(default_factory=WalkBehavior.Parameters)
@@ -240,6 +247,11 @@ class WalkBehaviorNodeParameters:
     goal_pose_topic: str = "walk/goal_pose"
     goal_pose_frame: str = "world"
     goal_pose: GoalPoseParameters = dataclasses.field(default_factory=GoalPoseParameters)
+    stamps: StampGuardParameters = dataclasses.field(default_factory=StampGuardParameters)
+    stand_follow_distance: float = 0.02
+    stand_follow_yaw: float = 0.05
+    stand_follow_time: float = 0.2
+    step_adjustment: StepAdjustmentParameters = dataclasses.field(default_factory=StepAdjustmentParameters)
 
     def __post_init__(self) -> None:
         if not isinstance(self.behavior, WalkBehavior.Parameters):
@@ -290,7 +302,9 @@ class WalkBehaviorNodeParameters:
             fall_topic=self.fall_topic, landings=self.landings,
             max_missed_deadline_share=self.max_missed_deadline_share, deadline_window=self.deadline_window,
             deadline_topic=self.deadline_topic or "sim/deadlines", velocity=self.velocity,
-            goal_pose=self.goal_pose)
+            goal_pose=self.goal_pose, stamps=self.stamps, stand_follow_distance=self.stand_follow_distance,
+            stand_follow_yaw=self.stand_follow_yaw, stand_follow_time=self.stand_follow_time,
+            step_adjustment=self.step_adjustment)
 
 
 class _NextWakeUp:
