@@ -72,6 +72,37 @@ def fast_dispatch_supported() -> bool:
                      "add_guard_condition", "wait", "get_ready_entities"))
 
 
+def _held_wait(ws, handles: list, adders: list, waitables: list, timeout_ns: int) -> bool:
+    """Fill ``ws`` (each ``(add, handle)`` of ``adders``, the waitables) and wait up to ``timeout_ns``, every
+    handle held as the base executor holds them (destroying an entity, at shutdown, waits for the wait's
+    end); returns whether a waitable is ready, checked before the handles are let go (the base executor takes
+    their data after its own wait).
+
+    Raises:
+        InvalidHandle: An entity was destroyed.
+    """
+    entered = entered_waitables = 0
+    try:
+        for handle in handles:
+            handle.__enter__()
+            entered += 1
+        for waitable in waitables:
+            waitable.__enter__()
+            entered_waitables += 1
+        ws.clear_entities()
+        for add, handle in adders:
+            add(handle)
+        for waitable in waitables:
+            waitable.add_to_wait_set(ws)
+        ws.wait(timeout_ns)
+        return any([waitable.is_ready(ws) for waitable in waitables])
+    finally:
+        for waitable in reversed(waitables[:entered_waitables]):
+            waitable.__exit__(None, None, None)
+        for handle in reversed(handles[:entered]):
+            handle.__exit__(None, None, None)
+
+
 class FastDispatchExecutor(SingleThreadedExecutor):
     """Single-threaded executor with direct dispatch of subscription messages and timer callbacks (see the
     module docstring)."""
@@ -159,30 +190,13 @@ class FastDispatchExecutor(SingleThreadedExecutor):
     def _slow_ready(self) -> bool:
         """Whether a parameter or type-description service or a QoS event handler is ready (or the poll could
         not tell: an entity was destroyed)."""
-        ws, handles, waitables = self._slow_wait_set, self._slow_handles, self._slow_waitables
-        entered = entered_waitables = 0
+        ws = self._slow_wait_set
         try:
-            for handle in handles:
-                handle.__enter__()
-                entered += 1
-            for waitable in waitables:
-                waitable.__enter__()
-                entered_waitables += 1
-            ws.clear_entities()
-            for add, handle in self._slow_adders:
-                add(handle)
-            for waitable in waitables:
-                waitable.add_to_wait_set(ws)
-            ws.wait(0)
-            return bool(ws.get_ready_entities("service")) or any([w.is_ready(ws) for w in waitables])
+            waitable_ready = _held_wait(ws, self._slow_handles, self._slow_adders, self._slow_waitables, 0)
+            return bool(ws.get_ready_entities("service")) or waitable_ready
         except InvalidHandle:
             self._key = None
             return True
-        finally:
-            for waitable in reversed(waitables[:entered_waitables]):
-                waitable.__exit__(None, None, None)
-            for handle in reversed(handles[:entered]):
-                handle.__exit__(None, None, None)
 
     def _refresh(self) -> None:
         """Rebuild the wait set if the nodes or their entities changed."""
@@ -224,33 +238,13 @@ class FastDispatchExecutor(SingleThreadedExecutor):
 
     def _wait(self, timeout_s: float) -> Optional[tuple]:
         ws = self._wait_set
-        handles = self._handles
-        waitables = self._waitables
-        entered = entered_waitables = 0
-        try:  # held like the base executor does: destroying an entity (shutdown) waits for the wait's end
-            for handle in handles:
-                handle.__enter__()
-                entered += 1
-            for waitable in waitables:
-                waitable.__enter__()
-                entered_waitables += 1
-            ws.clear_entities()
-            for add, handle in self._adders:
-                add(handle)
-            for waitable in waitables:
-                waitable.add_to_wait_set(ws)
-            ws.wait(int(timeout_s * 1e9))
-            # Checked before the wait set is cleared (the base executor takes their data after its own wait).
-            ready_waitables = any([waitable.is_ready(ws) for waitable in waitables])
+        try:
+            timeout_ns = int(timeout_s * 1e9)
+            ready_waitables = _held_wait(ws, self._handles, self._adders, self._waitables, timeout_ns)
         except InvalidHandle:  # an entity was destroyed: rebuild the wait set
             self._key = None
             self._check_entities = True
             return None
-        finally:
-            for waitable in reversed(waitables[:entered_waitables]):
-                waitable.__exit__(None, None, None)
-            for handle in reversed(handles[:entered]):
-                handle.__exit__(None, None, None)
         if self._is_shutdown or not self._context.ok():
             return None
         ready_subs = ws.get_ready_entities("subscription")

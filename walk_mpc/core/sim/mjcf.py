@@ -131,6 +131,12 @@ def load_urdf_spec(urdf_path: str | Path, keep_collision_links: Sequence[str] = 
         spec.compiler.discardvisual = True
         return spec
 
+    return _bounded(load, bounds, bound_mass, bound_inertia)
+
+
+def _bounded(load, bounds: str, bound_mass: float, bound_inertia: float):
+    """``load()``'s spec with the compiler's mass and inertia bounds set as ``bounds`` says ("when_needed":
+    only if a fresh ``load()`` does not compile as it is)."""
     spec = load()
     bound = bounds == "always"
     if bounds == "when_needed":
@@ -183,18 +189,7 @@ def load_mjcf_spec(mjcf_path: str | Path, bounds: str = "when_needed", bound_mas
                 element.name = f"mjcf_{element.name}"
         return spec
 
-    spec = load()
-    bound = bounds == "always"
-    if bounds == "when_needed":
-        try:
-            load().compile()
-        except ValueError:
-            bound = True
-    if bound:
-        spec.compiler.boundmass = float(bound_mass)
-        spec.compiler.boundinertia = float(bound_inertia)
-        spec.compiler.balanceinertia = True
-    return spec
+    return _bounded(load, bounds, bound_mass, bound_inertia)
 
 
 def has_free_joint(spec) -> bool:
