@@ -156,20 +156,26 @@ class GraphProcesses:
         sys.stdout.flush()
 
     def stop_node(self, name: str, sig: int = signal.SIGINT, timeout: float = 10.0) -> int:
-        """Stop node ``name`` (one ``sig``, then SIGKILL after ``timeout``); returns its exit code."""
+        """Stop node ``name``: one ``sig``, then as ``ros2 launch`` escalates, SIGTERM after half of
+        ``timeout`` and SIGKILL after the other half; returns its exit code."""
         proc = self.processes[name]
         if proc.poll() is None:
             proc.send_signal(sig)
-        return self._wait(proc, timeout)
+        return self._wait(name, proc, timeout)
 
     @staticmethod
-    def _wait(proc: subprocess.Popen, timeout: float) -> int:
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        return proc.returncode
+    def _wait(name: str, proc: subprocess.Popen, timeout: float) -> int:
+        """Wait for ``proc`` after its signal: SIGTERM after ``timeout / 2`` (rclpy shuts down cleanly on it
+        too: a SIGINT that reached a node process as it started was seen lost, about once in 40 starts),
+        SIGKILL after ``timeout``."""
+        for escalate in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                return proc.wait(timeout / 2)
+            except subprocess.TimeoutExpired:
+                print(f"launch_graph: {name} still running {timeout / 2:.0f} s after its signal: "
+                      f"{signal.Signals(escalate).name}", file=sys.stderr, flush=True)
+                proc.send_signal(escalate)
+        return proc.wait()
 
     def failed(self) -> Dict[str, int]:
         """Nodes that exited on their own, with their exit codes."""
@@ -180,7 +186,7 @@ class GraphProcesses:
         for proc in self.processes.values():
             if proc.poll() is None:
                 proc.send_signal(signal.SIGINT)  # one SIGINT each: a second one interrupts a clean shutdown
-        codes = {name: self._wait(proc, 10.0) for name, proc in self.processes.items()}
+        codes = {name: self._wait(name, proc, 10.0) for name, proc in self.processes.items()}
         for log in self._logs:
             log.close()
         return codes
