@@ -460,15 +460,18 @@ class GraphClient:
             assert not walk.done(), walk.result()[0]
             yield walk
 
-    def walk_after_restart(self, steps: Sequence[Step]):
-        """:meth:`walk` after a node restart: the walk_behavior refuses goals until it hears the restarted
-        node itself ("no /ik/timing for 4.1 s: is the ik running?"), each participant discovering the new
-        process on its own, the walk_behavior possibly after this client. A goal refused for that cause only
-        is sent again, paced by the walk_behavior's own status messages; returns the last WalkOutcome."""
+    def walk_after_restart(self, count: int = 2):
+        """:meth:`walk` ``count`` :meth:`forward_steps` after a node restart. The walk_behavior refuses goals
+        until it hears the restarted node itself ("no /ik/timing for 4.1 s: is the ik running?"), each
+        participant discovering the new process on its own, the walk_behavior possibly after this client; a
+        walk_behavior restarted mid-walk, until the robot stands on Stand's feet ("does not stand on"). A goal
+        refused for these causes only is sent again (from the latest plan's feet), paced by the
+        walk_behavior's own status messages; returns the last WalkOutcome."""
         deadline = time.monotonic() + STARTUP_TIMEOUT
         while True:
-            outcome, _ = self.walk(steps)
-            refused = outcome.last_completed_step_index <= 0 and "running?" in outcome.error_msg
+            outcome, _ = self.walk(self.forward_steps(count))
+            refused = outcome.last_completed_step_index <= 0 and (
+                "running?" in outcome.error_msg or "does not stand on" in outcome.error_msg)
             if outcome.succeeded or not refused or time.monotonic() > deadline:
                 return outcome
             pace = len(self.statuses) + 10
@@ -725,7 +728,7 @@ def scenario_ik_restart(client: GraphClient, control: GraphControl) -> None:
     # flight, so the new process publishes; and the new process ticks on the planner's references.
     client.wait_until(lambda: client.trajectory_count >= before + 25 and client.ik_reference_ticks > ticks,
                       "joint_trajectory and ik ticks on references after the IK restart", STARTUP_TIMEOUT)
-    outcome = client.walk_after_restart(client.forward_steps(2))
+    outcome = client.walk_after_restart(2)
     assert outcome.succeeded, f"{outcome}\n{control.diagnose()}"
     assert outcome.last_completed_step_index == 2, outcome
     assert "ik" not in control.exited()

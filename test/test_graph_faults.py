@@ -69,7 +69,7 @@ def restart_and_walk(client: GraphClient, control: ProcessControl, node: str) ->
     ticks = client.ik_reference_ticks
     client.wait_until(lambda: client.ik_reference_ticks >= ticks + 25, f"the loop after the {node} restart",
                       STARTUP_TIMEOUT)
-    outcome = client.walk_after_restart(client.forward_steps(2))
+    outcome = client.walk_after_restart(2)
     assert outcome.succeeded, f"{outcome}\n{control.diagnose()}"
     assert outcome.last_completed_step_index == 2, outcome
     assert not control.exited(), control.diagnose()

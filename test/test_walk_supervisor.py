@@ -562,6 +562,10 @@ def test_stand_does_not_follow_a_foot_that_carries_no_weight_nor_while_walking(t
     one_foot = dataclasses.replace(shifted(sample, 0.05), contact=contact)
     ns, outputs = run(supervisor, one_foot, ns, 40)
     assert all(o.plan is None for o in outputs)
+    answer, _ = supervisor.submit_goal(b"g", steps(), True, ns)  # not on Stand's feet: refused, said why
+    assert not answer.accepted and answer.rejection.error_code == WalkErrorCode.INCONSISTENT_STEPS
+    assert "does not stand on Stand's feet yet (left sole 0.050 m off" in answer.rejection.message
+    ns, _ = run(supervisor, sample, ns, 5)
     answer, _ = supervisor.submit_goal(b"g", steps(), True, ns)
     assert answer.accepted
     ns, outputs = run(supervisor, shifted(sample, 0.05), ns, 40, report=("mpc_planner", "ik"))

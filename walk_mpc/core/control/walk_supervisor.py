@@ -508,10 +508,7 @@ class WalkSupervisor:
                 or not all(loads.values()) or self._deferred is not None):
             self._off_stand_since = None
             return
-        planned = dict(zip((Foot.LEFT, Foot.RIGHT), self._core.feet))
-        distance = {foot: math.dist(measured[foot].position, planned[foot].position) for foot in planned}
-        off = [foot for foot in planned if distance[foot] > params.stand_follow_distance
-               or abs(wrap_angle(measured[foot].yaw - planned[foot].yaw)) > params.stand_follow_yaw]
+        distance, off = self._off_stand()
         if not off:
             self._off_stand_since = None
             return
@@ -703,7 +700,32 @@ class WalkSupervisor:
             if silent is not None:
                 name = next(n for n in self._links if f"is the {n} running" in silent)
                 return LINK_ERRORS[name], silent
+            unsettled = self._unsettled()
+            if unsettled is not None:
+                return WalkErrorCode.INCONSISTENT_STEPS, (
+                    f"the robot does not stand on Stand's feet yet ({unsettled}): a walk starts from where "
+                    "it stands; send the goal again once walk/plan shows its stance")
         return None
+
+    def _unsettled(self) -> Optional[str]:
+        """Which measured soles are off Stand's (a robot still moving, or about to be followed), else None
+        (or nothing measured)."""
+        if self._measured is None or self.params.stand_follow_distance <= 0.0:
+            return None
+        distance, off = self._off_stand()
+        if not off:
+            return None
+        return ", ".join(f"{foot.name.lower()} sole {distance[foot]:.3f} m off" for foot in off)
+
+    def _off_stand(self) -> tuple:
+        """(foot -> distance [m] of the measured sole to Stand's, the feet off by more than the follow
+        distance or yaw)."""
+        params, measured = self.params, self._measured
+        planned = dict(zip((Foot.LEFT, Foot.RIGHT), self._core.feet))
+        distance = {foot: math.dist(measured[foot].position, planned[foot].position) for foot in planned}
+        off = [foot for foot in planned if distance[foot] > params.stand_follow_distance
+               or abs(wrap_angle(measured[foot].yaw - planned[foot].yaw)) > params.stand_follow_yaw]
+        return distance, off
 
     def submit_goal(self, goal_id: Hashable, steps: Sequence[Step], plan_complete: bool,
                     steady_ns: Optional[int] = None) -> tuple[GoalAnswer, SupervisorOutput]:
