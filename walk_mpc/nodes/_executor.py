@@ -12,7 +12,9 @@ conditions and waitables other than QoS event handlers (action servers and clien
 set changes (checked when a guard condition fires: rclpy wakes the executor whenever a node gains or loses an
 entity, and when a node is added or removed). When a subscription is ready it takes the message and calls the
 callback directly; when a timer is due it calls the timer and its callback directly (a plain callback: one
-taking a ``TimerInfo`` or a coroutine goes to the base machinery); both respect callback groups. After each
+taking a ``TimerInfo`` or a coroutine goes to the base machinery); both respect callback groups. The messages
+go before the timers of the same wake-up: after a stall, walk_behavior's steady-clock sensor timeout must see
+the samples that arrived during it, and the sim applies the commands that came before it steps. After each
 wait it resumes the tasks in progress once (as the base executor does at each wake-up: an action's execute
 coroutine, tasks of ``create_task``). Any other ready entity (service, client, a node's guard condition,
 action server or client), and the rest (QoS event handlers, and the parameter and type-description services
@@ -225,10 +227,10 @@ class FastDispatchExecutor(SingleThreadedExecutor):
         if ready is None:
             return
         subscriptions, timers, others = ready
+        for sub in subscriptions:  # the data first: a timer that checks a stream's liveness sees what came
+            self._dispatch(sub)
         for timer in timers:
             others |= not self._fire(timer)
-        for sub in subscriptions:
-            self._dispatch(sub)
         if self._tasks:
             self._run_tasks()
         if others:
