@@ -42,7 +42,6 @@ import sys
 import time
 from typing import Optional, Sequence
 
-from builtin_interfaces.msg import Time
 from nav_msgs.msg import Path
 from visualization_msgs.msg import MarkerArray
 
@@ -180,12 +179,6 @@ class MpcPlannerNodeParameters:
                                       stamps=self.stamps)
 
 
-def _stamp(ns: int) -> Time:
-    """The builtin_interfaces/Time of a sample's stamp [ns] (its header.stamp, exactly)."""
-    sec, nanosec = divmod(ns, _NS)
-    return Time(sec=sec, nanosec=nanosec)
-
-
 class MpcPlannerNode(GraphNode):
     """Walking pattern generator of the walk_mpc graph: plan + SensorState -> CoM references every tick."""
 
@@ -292,7 +285,7 @@ class MpcPlannerNode(GraphNode):
         self._on_preview_timer()  # a preview still waiting (the timer did not fire before this tick)
         every = self.params.publish_preview_every
         if every and (self.stage.ticks - 1) % every == 0 and self._preview_wanted():
-            self._preview = (_stamp(now), out, self.stage.timeline)
+            self._preview = (time_msg(now), out, self.stage.timeline)
             self._preview_timer.reset()
 
     def _reference_msg(self, stamp_ns: int, reference: CoMReference) -> bytes:
