@@ -301,22 +301,24 @@ class IKNode(GraphNode):
     def _on_reference(self, msg) -> None:
         """A ComReference: serialized (the subscription's) or not."""
         start = time.perf_counter()
-        try:
-            reference = com_reference_input(msg)
-        except WalkMpcError as exc:
-            self.get_logger().error(f"com reference not read: {exc}", throttle_duration_sec=1.0)
-            return
-        self._publish(self.stage.on_reference(reference), start)
+        reference = self._read_reference(msg, "com reference")
+        if reference is not None:
+            self._publish(self.stage.on_reference(reference), start)
 
     def _on_reference_ahead(self, msg) -> None:
         """A ComReference announced ahead: serialized (the subscription's) or not."""
+        reference = self._read_reference(msg, "com reference ahead")
+        if reference is not None:
+            self.stage.on_reference_ahead(reference)
+            self._keep_ahead()
+
+    def _read_reference(self, msg, what: str):
+        """The CoMReference of ``msg``, or None (logged, throttled) when it cannot be read."""
         try:
-            reference = com_reference_input(msg)
+            return com_reference_input(msg)
         except WalkMpcError as exc:
-            self.get_logger().error(f"com reference ahead not read: {exc}", throttle_duration_sec=1.0)
-            return
-        self.stage.on_reference_ahead(reference)
-        self._keep_ahead()
+            self.get_logger().error(f"{what} not read: {exc}", throttle_duration_sec=1.0)
+            return None
 
     # ------------------------------------------------------------------ outputs
     def _keep_ahead(self) -> None:
