@@ -424,6 +424,25 @@ def read_tick_timing(data: bytes) -> Optional[Tuple[int, int]]:
     return _read(data, _stamp_and_status)
 
 
+def tick_timing_input(msg) -> Tuple[int, int]:
+    """The stamp [ns] and status of a ``TickTiming`` subscription's message: serialized bytes (a ``raw``
+    subscription, read here, or through rclpy when they must be) or a message object.
+
+    Raises:
+        InputError: Bytes that are no TickTiming.
+    """
+    if isinstance(msg, bytes):
+        read = read_tick_timing(msg)
+        if read is not None:
+            return read
+        from walk_mpc.msg import TickTiming
+
+        msg = deserialized(msg, TickTiming)
+    from walk_mpc.nodes.conversions import stamp_ns
+
+    return stamp_ns(msg.header.stamp), int(msg.status)
+
+
 def sensor_input(msg, reader: SensorStateReader) -> Tuple[int, SensorSample]:
     """The stamp [ns] and sample of a ``SensorState`` subscription's message: serialized bytes (a ``raw``
     subscription) read by ``reader``, or a message object (tests, in-process callers) converted as before.
@@ -440,4 +459,4 @@ def sensor_input(msg, reader: SensorStateReader) -> Tuple[int, SensorSample]:
 
 __all__ = ["CDR_LE", "ComReferenceFields", "SensorStateReader", "TrajectoryFields", "com_reference_cdr",
            "deserialized", "read_com_reference", "read_joint_trajectory", "read_tick_timing", "sensor_input",
-           "sensor_state_cdr"]
+           "sensor_state_cdr", "tick_timing_input"]

@@ -152,12 +152,11 @@ from walk_mpc.nodes.conversions import (
     foot_pose_to_msg,
     plan_to_msg,
     quaternion_yaw,
-    stamp_ns,
     step_to_msg,
     steps_from_msgs,
     time_msg,
 )
-from walk_mpc.nodes.sensor_cdr import SensorStateReader, deserialized, read_tick_timing, sensor_input
+from walk_mpc.nodes.sensor_cdr import SensorStateReader, sensor_input, tick_timing_input
 from walk_mpc.srv import QueueSteps
 
 NODE_NAME = "walk_behavior"
@@ -609,9 +608,7 @@ class WalkBehaviorNode(GraphNode):
         steady = self._steady_ns()
 
         def report() -> SupervisorOutput:
-            read = read_tick_timing(msg) if isinstance(msg, bytes) else None
-            timing = deserialized(msg, TickTiming) if isinstance(msg, bytes) and read is None else msg
-            now, status = read if read is not None else (stamp_ns(timing.header.stamp), int(timing.status))
+            now, status = tick_timing_input(msg)
             return self._supervisor.report(component, status, now, steady_ns=steady)
 
         self._guarded(f"{component} timing", report)
