@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from walk_mpc.core.errors import ConfigError
 from walk_mpc.core.params import load_yaml
 
 CONDITIONS = ("always", "sim", "wheels", "legs")
+#: Name of the process running a robot's control nodes (every node but the sim) with ``control_process``.
+CONTROL = "control"
 SIM_BACKENDS = ("none", "kinematic", "mujoco")
 
 
@@ -81,6 +83,37 @@ class Graph:
         spec = self.robot(robot)
         active = {"always": True, "sim": sim != "none", "wheels": spec.wheels, "legs": spec.legs}
         return tuple(node for node in self.nodes if active[node.when])
+
+    def processes(self, robot: str, sim: str, control_process: bool = False) -> Dict[str, Tuple[str, ...]]:
+        """The processes that run the nodes of :meth:`select`: process name -> the nodes it runs.
+
+        One process per node (named after it), or with ``control_process`` every node but the sim in one
+        process named :data:`CONTROL` (``walk_mpc.nodes.bringup --nodes ...``, see
+        :func:`control_arguments`) beside the sim's own: one interpreter and one DDS participant for the
+        control loop instead of one per node (benchmarks/multi_robot.py ``--mode control``).
+
+        Raises:
+            ConfigError: On an unknown robot or simulator backend.
+        """
+        names = tuple(spec.name for spec in self.select(robot, sim))
+        if not control_process:
+            return {name: (name,) for name in names}
+        control = tuple(name for name in names if name != "sim")
+        return {CONTROL: control, **({"sim": ("sim",)} if "sim" in names else {})}
+
+
+def control_arguments(robot: str, sim: str, nodes: Sequence[str], config: Optional[str] = None,
+                      namespace: str = "") -> List[str]:
+    """Command-line arguments of ``walk_mpc.nodes.bringup`` running ``nodes`` of ``robot`` in one process (the
+    :data:`CONTROL` process of :meth:`Graph.processes`); the same for launch/walk.launch.py and
+    :class:`walk_mpc.tools.launch_graph.GraphProcesses`. The bringup applies the robot's overrides and the
+    namespace (nodes, topics and frames) itself."""
+    args = ["--robot", robot, "--sim", sim, "--nodes", *nodes]
+    if config:
+        args += ["--config", str(config)]
+    if namespace:
+        args += ["--namespace", namespace]
+    return args
 
 
 def default_config_directory() -> Path:

@@ -161,16 +161,26 @@ class Bringup:
                 _destroy(node)
 
 
-def main(args: Optional[Sequence[str]] = None) -> int:
-    """Entry point: parse --robot/--sim/--config, start the graph, spin until SIGINT."""
+def parse_arguments(args: Sequence[str]) -> argparse.Namespace:
+    """The bringup's options from ``args`` (without the program name; ``--ros-args`` ... removed).
+
+    Raises:
+        SystemExit: On an unknown option (argparse prints the usage).
+    """
     parser = argparse.ArgumentParser(description="walk_mpc node graph in one process")
     parser.add_argument("--robot", default="talos")
     parser.add_argument("--sim", default="kinematic", help="kinematic, mujoco or none")
     parser.add_argument("--config", default=None, help="parameters file (default: the robot's)")
     parser.add_argument("--namespace", default="", help="namespace of the graph (several robots)")
     parser.add_argument("--nodes", nargs="+", default=None, help="the nodes to start (default: all)")
-    ros_args = rclpy.utilities.remove_ros_args(args)
-    options = parser.parse_args(ros_args[1:] if args is None else [a for a in ros_args if a])
+    return parser.parse_args([a for a in rclpy.utilities.remove_ros_args(list(args)) if a])
+
+
+def main(args: Optional[Sequence[str]] = None) -> int:
+    """Entry point: parse --robot/--sim/--config, start the graph, spin until SIGINT."""
+    import sys
+
+    options = parse_arguments(sys.argv[1:] if args is None else args)
 
     def spin() -> None:
         nodes = create_nodes(options.robot, options.sim, options.config, namespace=options.namespace,
@@ -194,4 +204,4 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["Bringup", "create_nodes", "main", "make_graph_executor"]
+__all__ = ["Bringup", "create_nodes", "main", "make_graph_executor", "parse_arguments"]

@@ -32,12 +32,16 @@ import threading
 from pathlib import Path
 from typing import IO, Dict, List, Optional, Sequence, Tuple
 
-from walk_mpc.graph import check_namespace, load_graph, namespace_frames, namespaced_parameters_file
+from walk_mpc.graph import (
+    CONTROL,
+    check_namespace,
+    control_arguments,
+    load_graph,
+    namespace_frames,
+    namespaced_parameters_file,
+)
 
 _PR_SET_PDEATHSIG = 1  # prctl option (linux/prctl.h)
-
-#: Name of the process running the control nodes with ``control_process``.
-CONTROL = "control"
 
 
 def die_with_parent() -> None:
@@ -81,11 +85,9 @@ class GraphProcesses:
         self.robot, self.config = robot, config
         self.specs = graph.select(robot, sim)
         #: Process name -> the nodes it runs (one node each, unless ``control_process``).
-        self.groups: Dict[str, Tuple[str, ...]] = {spec.name: (spec.name,) for spec in self.specs}
+        self.groups: Dict[str, Tuple[str, ...]] = graph.processes(robot, sim, control_process)
         if control_process:
-            control = tuple(spec.name for spec in self.specs if spec.name != "sim")
-            self.groups = {CONTROL: control, **({"sim": ("sim",)} if "sim" in self.groups else {})}
-            grouped = sorted(set(extra_args or {}) & set(control))
+            grouped = sorted(set(extra_args or {}) & set(self.groups[CONTROL]))
             if grouped:
                 raise ValueError(f"extra_args for {grouped}: not supported in the control process")
         self.namespace = check_namespace(namespace)
@@ -104,13 +106,9 @@ class GraphProcesses:
     def command(self, name: str) -> List[str]:
         """The command line of process ``name`` (a node, or :data:`CONTROL`)."""
         if name == CONTROL:
-            args = [sys.executable, "-P", "-m", "walk_mpc.nodes.bringup", "--robot", self.robot, "--sim",
-                    self.sim, "--nodes", *self.groups[CONTROL]]
-            if self.config:
-                args += ["--config", str(self.config)]
-            if self.namespace:
-                args += ["--namespace", self.namespace]
-            return args
+            control = control_arguments(self.robot, self.sim, self.groups[CONTROL], self.config,
+                                        self.namespace)
+            return [sys.executable, "-P", "-m", "walk_mpc.nodes.bringup", *control]
         spec = next(s for s in self.specs if s.name == name)
         args = [sys.executable, "-P", "-m", f"walk_mpc.nodes.{spec.executable}", "--ros-args",
                 "-r", f"__node:={spec.name}", "--params-file", str(self.params_file)]

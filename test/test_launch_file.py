@@ -1,0 +1,118 @@
+"""launch/walk.launch.py without a ROS 2 install: its processes are those of GraphProcesses.
+
+The launch packages are not installable from PyPI, so the launch file runs here against minimal stand-ins
+of the four launch classes it uses (``LaunchDescription``, ``DeclareLaunchArgument``, ``OpaqueFunction``,
+``LaunchConfiguration``, launch_ros' ``Node``), which record what the file asks for. The test then
+compares the recorded processes with :class:`~walk_mpc.tools.launch_graph.GraphProcesses` (whose graphs
+walk in test_graph_walk and test_multi_robot): same executables, arguments, names and namespaces. On a
+ROS 2 install, test_graph_launch.py runs the real launch file.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from walk_mpc.graph import CONTROL
+from walk_mpc.tools.launch_graph import GraphProcesses
+
+LAUNCH_FILE = Path(__file__).resolve().parents[1] / "launch" / "walk.launch.py"
+
+
+class _Recorded:
+    def __init__(self, *args, **kwargs) -> None:
+        self.args, self.kwargs = args, kwargs
+
+
+class _LaunchConfiguration:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def perform(self, context: dict) -> str:
+        return context[self.name]
+
+
+@pytest.fixture
+def launch_file(monkeypatch):
+    """The launch file's module, loaded against the stand-ins."""
+    launch = types.ModuleType("launch")
+    launch.LaunchDescription = lambda entities: list(entities)
+    actions = types.ModuleType("launch.actions")
+    actions.DeclareLaunchArgument = type("DeclareLaunchArgument", (_Recorded,), {})
+    actions.OpaqueFunction = type("OpaqueFunction", (_Recorded,), {})
+    substitutions = types.ModuleType("launch.substitutions")
+    substitutions.LaunchConfiguration = _LaunchConfiguration
+    launch_ros = types.ModuleType("launch_ros")
+    ros_actions = types.ModuleType("launch_ros.actions")
+    ros_actions.Node = type("Node", (_Recorded,), {})
+    for name, module in (("launch", launch), ("launch.actions", actions),
+                         ("launch.substitutions", substitutions), ("launch_ros", launch_ros),
+                         ("launch_ros.actions", ros_actions)):
+        monkeypatch.setitem(sys.modules, name, module)
+    spec = importlib.util.spec_from_file_location("walk_launch_under_test", LAUNCH_FILE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _launch(module, **arguments) -> list:
+    """The launch file's Node actions for ``arguments`` (the declared defaults for the rest)."""
+    entities = module.generate_launch_description()
+    context = {e.args[0]: e.kwargs["default_value"] for e in entities
+               if type(e).__name__ == "DeclareLaunchArgument"}
+    unknown = set(arguments) - set(context)
+    assert not unknown, f"not declared by the launch file: {unknown}"
+    context.update(arguments)
+    (opaque,) = [e for e in entities if type(e).__name__ == "OpaqueFunction"]
+    return opaque.kwargs["function"](context)
+
+
+def test_launch_file_declares_control_process_off_by_default(launch_file):
+    entities = launch_file.generate_launch_description()
+    defaults = {e.args[0]: e.kwargs["default_value"] for e in entities
+                if type(e).__name__ == "DeclareLaunchArgument"}
+    assert defaults["control_process"] == "false"
+
+
+@pytest.mark.parametrize("robot, sim, namespace", [("talos", "kinematic", ""), ("g1", "mujoco", "robot1")])
+def test_launch_file_starts_one_process_per_node_like_graph_processes(launch_file, robot, sim, namespace):
+    nodes = _launch(launch_file, robot=robot, sim=sim, namespace=namespace)
+    graph = GraphProcesses(robot, sim, namespace=namespace)
+    assert [n.kwargs["name"] for n in nodes] == list(graph.groups)
+    for node in nodes:
+        command = graph.command(node.kwargs["name"])
+        assert command[3] == f"walk_mpc.nodes.{node.kwargs['executable']}"
+        assert node.kwargs["namespace"] == (namespace or None)
+        values = node.kwargs["parameters"][1] if len(node.kwargs["parameters"]) > 1 else {}
+        for key in values:  # the same per-node values as GraphProcesses' -p arguments
+            assert any(arg.startswith(f"{key}:=") for arg in command), (node.kwargs["name"], key)
+
+
+@pytest.mark.parametrize("namespace", ["", "robot2"])
+def test_launch_file_control_process_runs_the_control_nodes_in_one_bringup_beside_the_sim(launch_file,
+                                                                                         namespace):
+    nodes = _launch(launch_file, robot="g1", sim="kinematic", namespace=namespace, control_process="true")
+    graph = GraphProcesses("g1", "kinematic", namespace=namespace, control_process=True)
+    control, sim = nodes
+    assert control.kwargs["executable"] == "bringup"
+    assert "name" not in control.kwargs and "namespace" not in control.kwargs  # the bringup does both
+    # the bringup's arguments are GraphProcesses' control process command after its module
+    assert control.kwargs["arguments"] == graph.command(CONTROL)[4:]
+    assert control.kwargs["arguments"][control.kwargs["arguments"].index("--nodes") + 1:][:4] == [
+        "walk_behavior", "mpc_planner", "ik", "robot_state"]
+    assert sim.kwargs["name"] == "sim" and sim.kwargs["parameters"][1]["backend"] == "kinematic"
+
+
+def test_the_bringup_accepts_the_launch_file_control_arguments(launch_file):
+    """The arguments parse as the bringup's (an unknown option would end the process at start)."""
+    from walk_mpc.nodes import bringup
+
+    (control, _) = _launch(launch_file, robot="talos", sim="kinematic", namespace="robot3",
+                           control_process="true")
+    options = bringup.parse_arguments(control.kwargs["arguments"])
+    assert (options.robot, options.sim, options.namespace) == ("talos", "kinematic", "robot3")
+    assert options.nodes == ["walk_behavior", "mpc_planner", "ik", "robot_state"]
