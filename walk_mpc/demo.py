@@ -217,6 +217,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--timeout", type=float, default=120.0, help="[s] give up on the walk after this")
     parser.add_argument("--video", action=argparse.BooleanOptionalAction, default=None,
                         help="render walk.mp4 from the recording (default: with --sim mujoco)")
+    parser.add_argument("--control-process", action="store_true",
+                        help="run the control nodes in one process beside the sim (ros2 launch: "
+                             "control_process:=true), as several robots on one machine need")
     args = parser.parse_args(argv)
     if args.robot not in [r.name for r in load_graph().robots] and gesture_demo.gesturing_robot(args.robot):
         print(f"robot: {args.robot}")  # a quadruped: seed 003's gestures in process (the graph walks bipeds)
@@ -237,10 +240,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     print(f"robot: {args.robot}")
     where = f", namespace /{args.namespace}" if args.namespace else ""
+    where += ", control nodes in one process" if args.control_process else ""
     print(f"walk_mpc demo: robot {args.robot}, simulator {args.sim}{where}; "
           f"node logs in {args.out_dir / 'logs'}")
     graph = GraphProcesses(args.robot, args.sim, args.config, log_dir=args.out_dir / "logs",
-                           namespace=args.namespace).start()
+                           namespace=args.namespace, control_process=args.control_process).start()
     rclpy.init()
     ns = {"namespace": args.namespace} if args.namespace else {}
     client = rclpy.create_node("walk_mpc_demo", **ns)
