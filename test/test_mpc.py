@@ -99,9 +99,8 @@ def test_exact_backend_warm_started_with_every_bound_solves_within_its_arrays(ex
         # the kernel's own source under numpy's bounds checks (compiled, it would write out of range)
         kernel_source = getattr(mpc_exact_kernel.exact_tick, "py_func", mpc_exact_kernel.exact_tick)
         status, count, _ = kernel_source(
-            backend.k_consts, backend.k_dyn, backend.zeta, case["x0"], preview.zmp_ref, preview.lower,
-            preview.upper, preview.angles, work[0], work[1], 2 * n, backend.shift, backend.max_iterations,
-            work[2], work[3], work[4], np.empty((5 * n, 2)))
+            backend.k_consts, backend.k_dyn, backend.zeta, case["x0"], preview.packed, work[0], work[1],
+            2 * n, backend.shift, backend.max_iterations, work[2], work[3], work[4], np.empty((5 * n, 2)))
         assert (status, count) == (0, 2 * n)
         mpc._backend.restore((2 * n, active, sides))
     else:

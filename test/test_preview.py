@@ -269,5 +269,29 @@ def test_trusted_windows_are_bit_identical_to_checked_previews_of_the_reference_
                 a, b = getattr(fast, name), getattr(checked, name)
                 assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes(), name
                 assert not a.flags.writeable and a.flags.c_contiguous, name
+            # one packed window (what the compiled solvers read), the same from both constructors
+            assert fast.packed.tobytes() == checked.packed.tobytes() and not fast.packed.flags.writeable
     with pytest.raises(InputError):
         builder.build(math.inf)
+
+
+def test_the_compiled_exact_solve_reads_the_packed_window_without_making_the_field_views():
+    """The tick's cost: a built preview's four field arrays are made only when something reads them."""
+    from walk_mpc.core.mpc.problem import Mpc, MpcParameters
+
+    timeline = _random_timeline(np.random.default_rng(2))
+    params = MpcParameters()
+    mpc = Mpc(params, first_interval=0.02)
+    if not mpc._backend.accelerated:
+        pytest.skip("numba not installed")
+    builder = PreviewBuilder(timeline, SoleParameters(), params.sampling_period, mpc.horizon,
+                             first_interval=0.02)
+    builder.durations = mpc.durations
+    preview = builder.build(timeline.t0)
+    state = np.zeros((3, 2))
+    state[0] = preview.packed[-mpc.horizon]  # the CoM over the first ZMP reference
+    plan = mpc.solve(state, preview)
+    assert plan.status.name == "SOLVED"
+    assert not {"angles", "lower", "upper", "zmp_ref"} & set(vars(preview))
+    assert preview.zmp_ref.base is preview.packed  # on first read: views of the packed window
+    assert {"angles", "lower", "upper", "zmp_ref"} <= set(vars(preview))

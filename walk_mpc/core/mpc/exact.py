@@ -93,13 +93,11 @@ class ExactBackend:
     def _warm_up(self) -> None:
         """Compile (or load from numba's cache) the kernel now rather than at the first tick."""
         n = self.n
-        frozen = np.zeros((n, 2))
-        frozen.flags.writeable = False
-        angles = np.zeros(n)
-        angles.flags.writeable = False
-        self.kernel(self.k_consts, self.k_dyn, self.zeta, np.zeros((3, 2)), frozen, frozen, frozen, angles,
-                    self.k_active, self.k_sides, 0, self.shift, self.max_iterations, self.mw, self.k_inv,
-                    self.k_work, np.empty((5 * n, 2)))
+        window = np.zeros(((n + 1) // 2 + 3 * n, 2))  # a Preview.packed
+        window.flags.writeable = False
+        self.kernel(self.k_consts, self.k_dyn, self.zeta, np.zeros((3, 2)), window, self.k_active,
+                    self.k_sides, 0, self.shift, self.max_iterations, self.mw, self.k_inv, self.k_work,
+                    np.empty((5 * n, 2)))
 
     @property
     def accelerated(self) -> bool:
@@ -152,9 +150,8 @@ class ExactBackend:
         if self.kernel is not None:
             out = np.empty((5 * n, 2))
             status, self._count, iterations = self.kernel(
-                self.k_consts, self.k_dyn, self.zeta, x0, preview.zmp_ref, preview.lower, preview.upper,
-                preview.angles, self.k_active, self.k_sides, self._count, self.shift, self.max_iterations,
-                self.mw, self.k_inv, self.k_work, out)
+                self.k_consts, self.k_dyn, self.zeta, x0, preview.packed, self.k_active, self.k_sides,
+                self._count, self.shift, self.max_iterations, self.mw, self.k_inv, self.k_work, out)
             if status:
                 self._count = 0
                 return _STATUS[status], None, iterations

@@ -117,9 +117,13 @@ def _remove(array, size, k):
 
 
 @njit(cache=True)
-def exact_tick(consts, dyn, zeta, x0, zref, lower, upper, angles,
+def exact_tick(consts, dyn, zeta, x0, window,
                active, sides, m_prev, shift, max_iterations, mw, inv, work, out):
     """One MPC tick (see module docstring). Returns (status, active count, iterations).
+
+    ``window`` is the preview's packed window (:attr:`walk_mpc.core.mpc.preview.Preview.packed`,
+    ``(ceil(N / 2) + 3 N, 2)``): the interval angles 2 per row, then the box bounds ``lower``, ``upper``
+    and the ZMP reference ``zref``, N rows each.
 
     ``consts`` (6 + 4N, N) stacks, transposed, ``[Kz | alpha M]`` (z* = . [x0; zref]),
     ``[Ej | Fj]`` (unconstrained jerk), ``Q = H^-1 Uz^T`` and ``M``. ``dyn`` (2, 12) holds ``A``
@@ -127,7 +131,11 @@ def exact_tick(consts, dyn, zeta, x0, zref, lower, upper, angles,
     previous active set on entry (``m_prev`` entries) and the new one on exit. ``work`` is a scratch
     array (13, 2N + 1); ``out`` receives (5N, 2) rows jerk, c, v, a, z.
     """
-    n = zref.shape[0]
+    n = consts.shape[1]
+    half = (n + 1) // 2
+    lower = window[half:half + n]
+    upper = window[half + n:half + 2 * n]
+    zref = window[half + 2 * n:half + 3 * n]
     size = 2 * n
     s1t = consts[0:3 + n]
     jt = consts[3 + n:6 + 2 * n]
@@ -148,10 +156,10 @@ def exact_tick(consts, dyn, zeta, x0, zref, lower, upper, angles,
     for i in range(n):
         tmp[2 * i] = vec_x[i]
         tmp[2 * i + 1] = vec_y[i]
-    theta = angles[0]
+    theta = window[0, 0]  # angle i: window[i >> 1, i & 1]
     aligned = True
     for i in range(n):
-        if angles[i] != theta:
+        if window[i >> 1, i & 1] != theta:
             aligned = False
             break
     coupled = not aligned
@@ -165,8 +173,9 @@ def exact_tick(consts, dyn, zeta, x0, zref, lower, upper, angles,
             sin_a[i] = s
     else:
         for i in range(n):
-            cos_a[i] = math.cos(angles[i])
-            sin_a[i] = math.sin(angles[i])
+            angle = window[i >> 1, i & 1]
+            cos_a[i] = math.cos(angle)
+            sin_a[i] = math.sin(angle)
     for i in range(n):
         c = cos_a[i]
         s = sin_a[i]

@@ -228,21 +228,47 @@ class Preview:
             fields[name] = _array(name, fields[name], 2, shape)
         if not math.isfinite(self.t_start):
             raise InputError("t_start", self.t_start, "a finite time [s]")
+        # One packed copy (see :attr:`packed`), the fields made views of it (the same values).
+        half = (n + 1) // 2
+        packed = np.empty((half + 3 * n, 2))
+        packed[:half].reshape(2 * half)[:n] = fields["angles"]
+        if half + half != n:
+            packed[half - 1, 1] = 0.0
+        packed[half:half + n] = fields["lower"]
+        packed[half + n:half + 2 * n] = fields["upper"]
+        packed[half + 2 * n:] = fields["zmp_ref"]
+        packed.flags.writeable = False
+        fields["_packed"] = packed
+        _unpack(fields, packed, n)
 
     @classmethod
-    def _trusted(cls, durations: np.ndarray, angles: np.ndarray, lower: np.ndarray, upper: np.ndarray,
-                 zmp_ref: np.ndarray, t_start: float) -> Preview:
-        """Preview of arrays the caller guarantees valid (read-only, C-contiguous, finite float64 of
-        the right shapes, durations > 0, finite ``t_start``), without the checks (internal hot path)."""
+    def _trusted(cls, durations: np.ndarray, packed: np.ndarray, t_start: float) -> Preview:
+        """Preview of a :attr:`packed` window the caller guarantees valid (read-only, C-contiguous, finite
+        float64 of shape ``(ceil(N / 2) + 3 N, 2)`` for ``durations``' N, durations > 0, finite
+        ``t_start``), without the checks (internal hot path). The field arrays are made (as views of
+        ``packed``) when first read: a backend that reads :attr:`packed` does not pay for them."""
         preview = object.__new__(cls)
         fields = preview.__dict__
         fields["durations"] = durations
-        fields["angles"] = angles
-        fields["lower"] = lower
-        fields["upper"] = upper
-        fields["zmp_ref"] = zmp_ref
+        fields["_packed"] = packed
         fields["t_start"] = t_start
         return preview
+
+    def __getattr__(self, name: str):
+        # Only reached for an attribute not in __dict__: the views of a trusted preview, on first read.
+        if name in _PACKED_FIELDS:
+            fields = self.__dict__
+            if "_packed" in fields:
+                _unpack(fields, fields["_packed"], fields["durations"].shape[0])
+                return fields[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    @property
+    def packed(self) -> np.ndarray:
+        """The window in one read-only array, shape ``(ceil(N / 2) + 3 N, 2)``: the angles in the first
+        ``ceil(N / 2)`` rows (row-major, a trailing 0 when N is odd), then ``lower``, ``upper`` and
+        ``zmp_ref``, N rows each (what the compiled solvers read, in one argument)."""
+        return self.__dict__["_packed"]
 
     @property
     def horizon(self) -> int:
@@ -290,6 +316,19 @@ class Preview:
 
 
 _FLOAT64 = np.dtype(np.float64)
+
+
+_PACKED_FIELDS = ("angles", "lower", "upper", "zmp_ref")
+
+
+def _unpack(fields: dict, packed: np.ndarray, n: int) -> None:
+    """Set the four window fields of a Preview's ``__dict__`` to views of its packed array."""
+    half = (n + 1) // 2
+    angles = packed[:half].ravel()
+    fields["angles"] = angles if half + half == n else angles[:n]
+    fields["lower"] = packed[half:half + n]
+    fields["upper"] = packed[half + n:half + 2 * n]
+    fields["zmp_ref"] = packed[half + 2 * n:]
 
 
 def _array(name: str, value, ndim: int, shape: Optional[Tuple[int, ...]] = None) -> np.ndarray:
@@ -427,15 +466,17 @@ class PreviewBuilder:
             self._offsets = np.cumsum(durations)
             self.durations = self._checked_durations = durations
         kernel = self._kernel
+        n, h = self._rows
+        # The window's storage (Preview.packed), one allocation: rows [0, h) hold the angles (2 per row),
+        # then lower, upper and zmp_ref, n rows each.
+        out = np.empty((h + 3 * n, 2))
         if kernel is None:
             if not math.isfinite(t):
                 raise InputError("t", t, "a finite time [s]")
             angles, lower, upper, ref = self._window_numpy(t)
+            out[:h].reshape(2 * h)[:n] = angles
+            out[h:h + n], out[h + n:h + 2 * n], out[h + 2 * n:] = lower, upper, ref
         else:
-            n, h = self._rows
-            # The window's storage, one allocation: rows [0, h) hold the angles (2 per row), then lower,
-            # upper and zmp_ref, n rows each.
-            out = np.empty((h + 3 * n, 2))
             time = float(t)
             phase = kernel(time, self._offsets, self._table, out)
             while phase >= 0:  # a phase this builder has not reached before (once per phase)
@@ -443,14 +484,12 @@ class PreviewBuilder:
                 phase = kernel(time, self._offsets, self._table, out)
             if phase == -2:
                 raise InputError("t", t, "a finite time [s]")
-            out.setflags(write=False)  # (the views below inherit it)
-            angles = out[:h].ravel()
-            if h + h != n:
-                angles = angles[:n]
-            lower, upper, ref = out[h:h + n], out[h + n:h + 2 * n], out[h + 2 * n:]
+        if h + h != n:  # (the unused half row: deterministic)
+            out[h - 1, 1] = 0.0
+        out.setflags(write=False)
         # Finite by construction (finite t, finite timeline poses), read-only, C-contiguous, of this grid:
         # the trusted constructor (tests check it gives what the checked one does, bit for bit).
-        return Preview._trusted(durations, angles, lower, upper, ref, t)
+        return Preview._trusted(durations, out, t)
 
     def _window_numpy(self, t: float) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The window's (read-only) arrays, vectorised with numpy (without numba)."""
