@@ -260,3 +260,32 @@ def test_prepare_is_refused_without_a_timeline_or_in_the_past_and_declines_befor
         planner.prepare(0.05)
     with pytest.raises(InputError, match="finite"):
         planner.prepare(float("nan"))
+
+
+def test_on_stairs_the_com_height_follows_the_soles_continuously():
+    """Two steps up 10 cm and two down (StepData z, known terrain): the CoM target's height is com_height over
+    the mean of the soles in double support and moves between them with the swing sole's height blend, without
+    a jump (it jumped by half a swing's height change at each lift-off and touchdown)."""
+    from walk_mpc.core.walk.step import Step
+    from walk_mpc.core.walk.timeline import GaitTiming, Timeline
+
+    left, right = FootPose((0.0, 0.085, 0.0)), FootPose((0.0, -0.085, 0.0))
+    heights = (0.0, 0.1, 0.2, 0.2, 0.1, 0.0, 0.0)
+    steps = [Step(k + 1, Foot.LEFT if k % 2 == 0 else Foot.RIGHT, 1.1,
+                  (0.25 * (k + 1), 0.085 if k % 2 == 0 else -0.085, z)) for k, z in enumerate(heights)]
+    timeline = Timeline(left, right, steps, GaitTiming(0.6, 0.3, 0.6))
+    params = PlannerParameters(control_period=0.02)
+    planner = MpcPlanner(params, timeline)
+    h = params.mpc.com_height
+    outputs = [planner.step(k * 0.02) for k in range(int((timeline.t_end + 0.6) / 0.02))]
+    z = np.array([out.com_targets[0, 2] for out in outputs])
+    assert np.max(np.abs(np.diff(z))) < 0.02  # under 1 m/s (a swing climbing 2 risers in 0.27 s): no jump
+    for out in outputs:
+        t = out.target_times[0]
+        phase = timeline.phase_at(t)
+        if phase.kind is not PhaseKind.SINGLE:
+            mean = 0.5 * (phase.left.position[2] + phase.right.position[2])
+            assert out.com_targets[0, 2] == pytest.approx(h + mean)
+    assert z.max() == pytest.approx(h + 0.2) and z[-1] == pytest.approx(h)
+    level = MpcPlanner(params, walk_timeline("straight"))  # level ground: the stance sole's height, as before
+    assert all(level.step(k * 0.02).com_targets[0, 2] == h for k in range(100))

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from walk_mpc.core.body.swing import swing_pose, swing_position_yaw, wrap_angle
+from walk_mpc.core.body.swing import apex_bump, blend, swing_pose, swing_position_yaw, wrap_angle
 from walk_mpc.core.errors import InputError, ShapeError
 
 RNG = np.random.default_rng(5)
@@ -34,11 +34,45 @@ def test_starts_at_lift_off_and_ends_at_touchdown_with_zero_velocity_and_acceler
             assert sample.yaw_acceleration == pytest.approx(0.0, abs=1e-12)
 
 
-def test_mid_swing_is_swing_height_above_the_midpoint_of_lift_off_and_touchdown():
+def test_mid_swing_is_swing_height_above_the_midpoint_of_level_soles_and_above_the_higher_one():
     for _ in range(20):
         start, yaw0, end, yaw1, height = random_swing()
         mid = swing_pose(start, yaw0, end, yaw1, height, 0.5)
-        np.testing.assert_allclose(mid.position, 0.5 * (start + end) + [0.0, 0.0, height], atol=1e-12)
+        top = max(start[2], end[2])  # the higher sole (a height change: module docstring)
+        assert mid.position[2] == pytest.approx(top + height, abs=1e-12)
+        level = np.array([*end[:2], start[2]])
+        mid = swing_pose(start, yaw0, level, yaw1, height, 0.5)
+        np.testing.assert_allclose(mid.position, 0.5 * (start + level) + [0.0, 0.0, height], atol=1e-12)
+
+
+@pytest.mark.parametrize("rise", [0.1, -0.1])
+def test_a_step_up_rises_first_and_a_step_down_descends_last_clearing_a_tread_edge(rise):
+    """Talos' 0.25 m steps onto 10 cm stairs (the sole 0.1 m to either side of its origin): going up, the toe
+    crosses an edge between the stance sole's toe and the landing sole's heel above the upper tread; going
+    down, the heel crosses an edge 1 cm past the stance sole's toe above it (swing_height 5 cm)."""
+    from walk_mpc.core.body.swing import HEIGHT_CHANGE_SPAN
+
+    start, end = np.array([0.0, 0.0, 0.0 if rise > 0 else -rise]), np.array([0.5, 0.0, max(rise, 0.0)])
+    grid = np.linspace(0.0, 1.0, 2001)
+    samples = [swing_pose(start, 0.0, end, 0.0, 0.05, s) for s in grid]
+    z = np.array([sample.position[2] for sample in samples])
+    x = np.array([sample.position[0] for sample in samples])
+    top = abs(rise)
+    if rise > 0:  # at its top (plus the bump) by a third of the swing, the toe crosses after that
+        assert np.all(z[grid >= HEIGHT_CHANGE_SPAN] >= top)
+        edges, side = np.linspace(0.35, 0.40, 6), +0.1  # stance toe 0.35, landing heel 0.40
+    else:  # on its lift-off height (plus the bump) until the last third
+        assert np.all(z[grid <= 1.0 - HEIGHT_CHANGE_SPAN] >= top)
+        edges, side = np.linspace(0.35, 0.395, 10), -0.1
+    for edge in edges:  # where the toe (up) or the heel (down) crosses the edge
+        crossing = np.argmax(x + side >= edge)
+        assert z[crossing] >= top + 0.02, (edge, grid[crossing], z[crossing])
+    for level in (0.0, 1e-4):  # continuous in the height change (bit for bit the level swing at 0)
+        end_level = np.array([0.5, 0.0, start[2] + level])
+        path = np.array([swing_pose(start, 0.0, end_level, 0.0, 0.05, s).position for s in grid])
+        flat = np.array([[*(start[:2] + (end_level - start)[:2] * blend(s)[0]),
+                          start[2] + 0.05 * apex_bump(s)[0]] for s in grid])
+        np.testing.assert_allclose(path, flat, atol=0 if level == 0.0 else 3e-3)
 
 
 def test_on_flat_ground_the_apex_is_exactly_swing_height():

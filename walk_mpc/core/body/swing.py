@@ -11,6 +11,26 @@ with ``s`` in [0, 1] the normalised swing time, ``b(s) = 10 s^3 - 15 s^4 + 6 s^5
 of the lift-off and touchdown positions (Atlas ``swing_height``); on flat ground that
 is the apex. Yaw follows the same blend along the shortest angular path.
 
+**Height change** (stairs, known terrain: lift-off and touchdown at different heights, ``dz = z1 - z0``):
+the sole changes height within a part :data:`HEIGHT_CHANGE_SPAN` of the swing, first going up (it rises,
+then moves over the edge), last going down (it moves over the edge, then descends), and it moves
+horizontally within the swing but a part ``w = MAX_HORIZONTAL_DELAY * min(1, |dz| / HEIGHT_FOR_FULL_DELAY)``
+of it, the first going up, the last going down (:data:`MAX_HORIZONTAL_DELAY`, :data:`HEIGHT_FOR_FULL_DELAY`):
+
+    p(s) = p0 + (p1 - p0)_xy b(g(s)) + dz h(s) z + swing_height * a(s) * z,
+    up:   h(s) = b(min(1, s / span)),           g(s) = max(0, (s - w) / (1 - w)),
+    down: h(s) = b(max(0, (s - 1 + span) / span)), g(s) = min(1, s / (1 - w)).
+
+So a tread edge between the soles is crossed well above the upper tread (``test_swing``: Talos' 0.25 m steps
+onto 10 cm stairs, swing_height 5 cm: the toe going up, the heel going down at least 2 cm above it, for an
+edge anywhere between the stance sole's toe and the landing sole's heel, down to 5 mm before it; the heel
+cannot clear an edge right at the landing heel: the sole ends its descent there). At mid-swing the sole is
+``swing_height`` above the higher of the lift-off and touchdown soles, the midpoint's when they are level:
+everything is continuous in ``dz`` (and equal to the level swing, bit for bit, at ``dz == 0``); position,
+velocity and acceleration stay continuous in ``s`` (``b`` has zero velocity and acceleration at both ends).
+:func:`height_blend` is ``h``: the planner's CoM height follows it
+(:class:`~walk_mpc.core.mpc.planner.MpcPlanner`).
+
 Derivatives are returned with respect to ``s``; divide by the swing duration [s]
 (and its square for accelerations) to get time derivatives.
 
@@ -74,6 +94,46 @@ def blend(s: float) -> tuple[float, float, float]:
     )
 
 
+#: Part of the swing [-] in which the sole changes height when lift-off and touchdown are at different
+#: heights (the first part going up, the last going down; module docstring).
+HEIGHT_CHANGE_SPAN = 1.0 / 3.0
+#: Part of the swing [-] without horizontal motion on a height change of :data:`HEIGHT_FOR_FULL_DELAY` or
+#: more (the first going up, the last going down; proportionally less on smaller changes).
+MAX_HORIZONTAL_DELAY = 0.2
+#: Height change [m] from which the horizontal motion is delayed by :data:`MAX_HORIZONTAL_DELAY`.
+HEIGHT_FOR_FULL_DELAY = 0.05
+
+
+def _warp(s: float, start: float, length: float) -> tuple[float, float, float]:
+    """``b((s - start) / length)`` clamped to [0, 1] and its first two derivatives with respect to ``s``."""
+    u = (s - start) / length
+    if u <= 0.0:
+        return 0.0, 0.0, 0.0
+    if u >= 1.0:
+        return 1.0, 0.0, 0.0
+    h, dh, ddh = blend(u)
+    return h, dh / length, ddh / (length * length)
+
+
+def height_blend(s: float, rise: float) -> tuple[float, float, float]:
+    """Vertical blend ``h(s)`` of a swing changing height by ``rise`` [m] (module docstring) and its first
+    two derivatives with respect to ``s`` in [0, 1]: within the first :data:`HEIGHT_CHANGE_SPAN` of the
+    swing going up (``rise > 0``), within the last going down, ``b(s)`` when level (``rise == 0``)."""
+    if rise == 0.0:
+        return blend(s)
+    span = HEIGHT_CHANGE_SPAN
+    return _warp(s, 0.0 if rise > 0.0 else 1.0 - span, span)
+
+
+def horizontal_blend(s: float, rise: float) -> tuple[float, float, float]:
+    """Horizontal (and yaw) blend ``b(g(s))`` of a swing changing height by ``rise`` [m] (module docstring)
+    and its first two derivatives with respect to ``s`` in [0, 1]; ``b(s)`` when level."""
+    if rise == 0.0:
+        return blend(s)
+    delay = min(MAX_HORIZONTAL_DELAY, abs(rise) / HEIGHT_FOR_FULL_DELAY * MAX_HORIZONTAL_DELAY)
+    return _warp(s, delay if rise > 0.0 else 0.0, 1.0 - delay)
+
+
 def apex_bump(s: float) -> tuple[float, float, float]:
     """Bump a(s) = 64 s^3 (1 - s)^3 (a(1/2) = 1) and its first two derivatives."""
     u = s * (1.0 - s)
@@ -100,7 +160,8 @@ def swing_pose(
         end_position: Touchdown sole position in the world frame [m].
         end_yaw: Touchdown sole yaw [rad].
         swing_height: Height of the sole at mid-swing above the midpoint of the
-            lift-off and touchdown positions [m], >= 0.
+            lift-off and touchdown positions [m], >= 0 (above the higher of them when they differ
+            in height: module docstring).
         s: Normalised swing time; values outside [0, 1] are clamped (the foot
             rests at its lift-off or touchdown pose).
 
@@ -118,12 +179,18 @@ def swing_pose(
     if height < 0.0:
         raise InputError("swing_height", swing_height, "a height >= 0 m")
     s = min(1.0, max(0.0, finite_number("s", s)))
-    b, db, ddb = blend(s)
-    a, da, dda = apex_bump(s)
     delta = p1 - p0
+    rise = float(delta[2])
+    b, db, ddb = horizontal_blend(s, rise)
+    a, da, dda = apex_bump(s)
     position = p0 + delta * b
     velocity = delta * db
     acceleration = delta * ddb
+    if rise != 0.0:  # a height change: the sole's height on its own blend (module docstring)
+        h, dh, ddh = height_blend(s, rise)
+        position[2] = p0[2] + delta[2] * h
+        velocity[2] = delta[2] * dh
+        acceleration[2] = delta[2] * ddh
     position[2] += height * a
     velocity[2] += height * da
     acceleration[2] += height * dda
@@ -156,13 +223,17 @@ def swing_position_yaw(
     Returns:
         ``((x, y, z), yaw)`` in the world frame [m], [rad].
     """
-    s2 = s * s
-    b = s2 * s * (10.0 - 15.0 * s + 6.0 * s2)  # blend(s)[0]
-    u = s * (1.0 - s)
-    a = 64.0 * u**3  # apex_bump(s)[0]
     x0, y0, z0 = start_position
     x1, y1, z1 = end_position
-    z = z0 + (z1 - z0) * b
+    if z1 == z0:
+        s2 = s * s
+        b = s2 * s * (10.0 - 15.0 * s + 6.0 * s2)  # blend(s)[0]
+        z = z0 + (z1 - z0) * b
+    else:  # a height change (module docstring)
+        b = horizontal_blend(s, z1 - z0)[0]
+        z = z0 + (z1 - z0) * height_blend(s, z1 - z0)[0]
+    u = s * (1.0 - s)
+    a = 64.0 * u**3  # apex_bump(s)[0]
     z += swing_height * a
     return (x0 + (x1 - x0) * b, y0 + (y1 - y0) * b, z), start_yaw + wrap_angle(end_yaw - start_yaw) * b
 

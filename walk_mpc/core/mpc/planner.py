@@ -31,6 +31,7 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
+from walk_mpc.core.body.swing import height_blend
 from walk_mpc.core.errors import InputError, InvalidStepError, ParameterError, ShapeError
 from walk_mpc.core.mpc.preview import Preview, PreviewBuilder, SoleParameters, stance_centre
 from walk_mpc.core.mpc.problem import Mpc, MpcParameters, Plan, PlanStatus
@@ -318,10 +319,19 @@ class MpcPlanner:
                              applied, _frozen(offset), self._timeline.phase_at(t).kind, preview, plan)
 
     def _ground_height(self, t: float) -> float:
-        """Mean height of the stance soles at ``t`` [m] (the same float as np.mean, without its overhead)."""
+        """Mean height of the soles at ``t`` [m] (the same float as np.mean, without its overhead); in single
+        support the swing sole's counts where its height blend has it between lift-off and touchdown
+        (:func:`~walk_mpc.core.body.swing.height_blend`, without the swing's bump): on stairs the CoM height
+        follows the feet continuously (position, velocity and acceleration), from the mean of the soles
+        before the step to the mean after it; on level ground the stance sole's height."""
         phase = self._timeline.phase_at(t)
         if phase.kind is PhaseKind.SINGLE:
-            return phase.foot(phase.swing_foot.other).position[2]
+            stance = phase.foot(phase.swing_foot.other).position[2]
+            z0, z1 = phase.swing_start.position[2], phase.foot(phase.swing_foot).position[2]
+            if z0 == z1 == stance:
+                return stance
+            swing = z0 + (z1 - z0) * height_blend(phase.progress(t), z1 - z0)[0]
+            return (stance + swing) / 2.0
         return (phase.left.position[2] + phase.right.position[2]) / 2.0
 
     def correct_support(self, foot: Foot, measured_pose: FootPose, t: Optional[float] = None) -> np.ndarray:
