@@ -11,8 +11,14 @@ below 90 % of its height, :class:`~walk_mpc.core.control.closed_loop.ClosedLoopP
   left, right), each watched for 2 s after the end of the walk;
 * **unseen terrain** (:mod:`walk_mpc.core.sim.terrain`, the plan knows nothing): a plank of 1, 2, 3 cm
   under step 3 of a 10-step walk, and a ramp of +-1, 2, 3 degrees 0.8 m long from x = 0.3 m;
+* **known stairs** (``stairs`` row of the terrain section): 10 cm steps, the plan's steps carrying their
+  heights (StepData z): on a walk of 0.25 m steps, two steps up, three on the landing, two down, three on
+  the floor, again while the walk lasts (:func:`stairs_terrain`; each edge midway between two footsteps);
 * **leg gains**: the lowest leg kp (kd = kp / 100) in a list at which the 10-step walk stands;
 * **speed**: the fastest gait (step length, single / double support) of a list that walks 10 steps.
+
+``--steps N``: the walks of the terrain, gains and speed rows take N steps (default 10; the pushes keep
+their 6-step walk).
 
 ``--step-adjustment``: every row with the stabilizer on, step adjustment from the measured DCM
 (:mod:`walk_mpc.core.control.step_adjustment`, its default parameters) off vs on.
@@ -65,14 +71,17 @@ class Gait:
         return self.length / (self.single + self.double)
 
 
-def timeline_of(robot: RobotModel, gait: Gait) -> Timeline:
-    """The straight walk ``gait`` from the robot's reference posture (0 steps: standing)."""
+def timeline_of(robot: RobotModel, gait: Gait, known: Optional[Terrain] = None) -> Timeline:
+    """The straight walk ``gait`` from the robot's reference posture (0 steps: standing); with ``known``
+    terrain each step at the terrain's height under it (StepData z)."""
     q0 = robot.reference_configuration()
     poses = {name: FootPose(tuple(p), yaw_of(r)) for name, (p, r) in robot.foot_poses(q0).items()}
     left, right = poses[robot.left_foot_frame], poses[robot.right_foot_frame]
     width = abs(left.position[1] - right.position[1])
     steps = walk_forward(left, right, gait.length * (gait.steps - 1), step_length=gait.length, width=width,
                          duration=gait.single + gait.double) if gait.steps else []
+    if known is not None:
+        steps = [s.replace(position=(*s.position[:2], known.height(*s.position[:2]))) for s in steps]
     return Timeline(left, right, steps, GaitTiming(sway_duration=0.6, double_support_duration=gait.double,
                                                    catch_duration=0.6))
 
@@ -83,10 +92,11 @@ ADJUST: dict = {}  # step adjustment parameters of the runs with it (besides ena
 
 def run_walk(robot: RobotModel, stabilizer: bool, gait: Gait = Gait(), terrain: Optional[Terrain] = None,
              push: Optional[tuple] = None, kp: float = LEG_KP, settle: float = 0.5,
-             duration: Optional[float] = None, adjust: bool = False,
+             duration: Optional[float] = None, adjust: bool = False, known: bool = False,
              trace: Optional[list] = None) -> WalkOutcome:
     """One closed-loop walk on MuJoCo; ``push`` = (start time [s], force [N] (3,)) for PUSH_DURATION; with
-    :data:`ESTIMATED` the samples have no base pose; ``adjust``: step adjustment from the measured DCM
+    :data:`ESTIMATED` the samples have no base pose; ``known``: the plan takes the terrain's heights (known
+    terrain, StepData z; else unseen); ``adjust``: step adjustment from the measured DCM
     (``trace``: a list the adjuster's decisions are appended to)."""
     physics = MujocoSim.Parameters(gain_patterns=("leg_",), gain_kp=(kp,), gain_kd=(kp / 100.0,))
     params = KinematicSim.Parameters()
@@ -95,7 +105,7 @@ def run_walk(robot: RobotModel, stabilizer: bool, gait: Gait = Gait(), terrain: 
     if ESTIMATED:
         truth = sim.sensor_sample
         sim.sensor_sample = lambda: dataclasses.replace(truth(), base_estimate_valid=False)
-    timeline = timeline_of(robot, gait)
+    timeline = timeline_of(robot, gait, terrain if known else None)
     options = {"whole_body": {"stabilizer": StabilizerParameters(enabled=stabilizer)}}
     adjustment = StepAdjustmentParameters(enabled=True, **ADJUST) if adjust else None
     loop = ClosedLoopWalk(robot, sim, timeline, params=ClosedLoopParameters(settle_time=settle),
@@ -169,6 +179,24 @@ def ramp_terrain(degrees: float) -> Terrain:
     return Terrain(ramp_angle=math.radians(degrees), ramp_start=0.3, ramp_length=0.8)
 
 
+STAIRS_GAIT = Gait(length=0.25)  # 0.25 m steps (the sole is 0.2 m long): 2.5 cm from each edge
+STAIRS_PATTERN = (0, 0, 0, 1, 2, 2, 2, 1)  # risers under steps 1-8, 9-16, ... (the last steps on the floor)
+
+
+def stairs_terrain(robot: RobotModel, gait: Gait, rise: float = 0.1) -> Terrain:
+    """Stairs of ``rise`` [m] under the steps of ``gait``: :data:`STAIRS_PATTERN` risers under each step
+    (repeated; 0 for the last four, the last one beside the one before), an edge midway between two
+    footsteps at different heights."""
+    steps = timeline_of(robot, gait).steps
+    levels = [STAIRS_PATTERN[k % len(STAIRS_PATTERN)] if k < len(steps) - 4 else 0 for k in range(len(steps))]
+    edges, level = [], 0
+    for k, step in enumerate(steps):
+        if levels[k] != level:
+            edges.append((0.5 * (steps[k - 1].position[0] + step.position[0]), rise * levels[k]))
+            level = levels[k]
+    return Terrain.stairs(edges)
+
+
 GAITS = (Gait(10, 0.2, 0.8, 0.3), Gait(10, 0.25, 0.6, 0.2), Gait(10, 0.3, 0.6, 0.2), Gait(10, 0.3, 0.5, 0.1),
          Gait(10, 0.3, 0.4, 0.1))
 GAINS = (3000.0, 2400.0, 2000.0, 1500.0, 1200.0, 1000.0)
@@ -190,6 +218,7 @@ def main(argv=None) -> None:
     parser.add_argument("--sections", default="pushes,terrain,gains,speed",
                         help="comma-separated: pushes, terrain, gains, speed")
     parser.add_argument("--iterations", type=int, default=5, help="bisection halvings of each push")
+    parser.add_argument("--steps", type=int, default=10, help="steps of the terrain, gains and speed walks")
     parser.add_argument("--estimated", action="store_true", help="samples without base pose (IMU + legs)")
     parser.add_argument("--step-adjustment", action="store_true",
                         help="the stabilizer on, step adjustment off vs on")
@@ -215,29 +244,37 @@ def main(argv=None) -> None:
                                        adjust=adjust) for on, adjust in columns]
                 row(f"push {'walking' if walking else 'standing'} {name} [N s]", f"{values[0]:.1f}",
                     f"{values[1]:.1f}")
+    walk = Gait(steps=args.steps)
     if "terrain" in sections:
         for height in (0.01, 0.02, 0.03):
             terrain = plank_terrain(robot, height)
-            results = [walked(run_walk(robot, on, terrain=terrain, adjust=adjust)) for on, adjust in columns]
+            results = [walked(run_walk(robot, on, walk, terrain=terrain, adjust=adjust))
+                       for on, adjust in columns]
             row(f"unseen plank {100 * height:.0f} cm", _fmt(results[0]), _fmt(results[1]))
         for degrees in (1.0, -1.0, 2.0, -2.0, 3.0, -3.0):
-            results = [walked(run_walk(robot, on, terrain=ramp_terrain(degrees), adjust=adjust))
+            results = [walked(run_walk(robot, on, walk, terrain=ramp_terrain(degrees), adjust=adjust))
                        for on, adjust in columns]
             row(f"unseen ramp {degrees:+.0f} deg", _fmt(results[0]), _fmt(results[1]))
+        stairs = dataclasses.replace(STAIRS_GAIT, steps=args.steps)
+        terrain = stairs_terrain(robot, stairs)
+        results = [walked(run_walk(robot, on, stairs, terrain=terrain, known=True, adjust=adjust))
+                   for on, adjust in columns]
+        row("known stairs 10 cm up/down", _fmt(results[0]), _fmt(results[1]))
     if "gains" in sections:
         lowest = []
         for on, adjust in columns:
-            ok = [kp for kp in GAINS if walked(run_walk(robot, on, kp=kp, adjust=adjust))]
+            ok = [kp for kp in GAINS if walked(run_walk(robot, on, walk, kp=kp, adjust=adjust))]
             lowest.append(f"{min(ok):.0f} (walks at {', '.join(f'{k:.0f}' for k in ok)})" if ok else "none")
         row(f"lowest leg kp that walks, of {', '.join(f'{k:.0f}' for k in GAINS)}", *lowest)
     if "speed" in sections:
         fastest = []
         for on, adjust in columns:
-            ok = [g for g in GAITS if walked(run_walk(robot, on, gait=g, adjust=adjust))]
+            gaits = [dataclasses.replace(g, steps=args.steps) for g in GAITS]
+            ok = [g for g in gaits if walked(run_walk(robot, on, gait=g, adjust=adjust))]
             best = max(ok, key=lambda g: g.speed) if ok else None
             fastest.append("none" if best is None else
                            f"{best.speed:.2f} m/s ({best.length} m, {best.single}/{best.double} s)")
-        row("fastest gait that walks 10 steps", *fastest)
+        row(f"fastest gait that walks {args.steps} steps", *fastest)
     print()
     print(table(rows).replace("stabilizer off | stabilizer on", "step adjustment off | step adjustment on")
           if args.step_adjustment else table(rows))

@@ -88,3 +88,34 @@ def estimated_plank_walks(talos):
 def test_with_the_state_estimated_the_stabilizer_walks_over_an_unseen_2_cm_plank(estimated_plank_walks):
     assert estimated_plank_walks[False].fallen
     assert robustness.walked(estimated_plank_walks[True])
+
+
+def test_stairs_are_treads_from_each_edge_to_the_next_in_the_simulated_ground(talos):
+    import mujoco
+
+    terrain = Terrain.stairs(((0.5, 0.1), (0.8, 0.2), (1.5, 0.1), (1.8, 0.0)))
+    for x, z in ((0.0, 0.0), (0.6, 0.1), (1.0, 0.2), (1.6, 0.1), (2.0, 0.0)):
+        assert terrain.height(x, 0.3) == pytest.approx(z)
+    sim = TerrainMujocoSim(terrain, KinematicSim.Parameters(), robot=talos)
+    geom = np.zeros(1, dtype=np.int32)
+    for x in (0.3, 0.55, 0.79, 0.81, 1.4, 1.6, 1.9):
+        distance = mujoco.mj_ray(sim.model, sim.data, np.array([x, 0.5, 1.0]), np.array([0.0, 0.0, -1.0]), None,
+                                 1, -1, geom)
+        assert 1.0 - distance == pytest.approx(terrain.height(x, 0.5), abs=1e-6), x
+    with pytest.raises(ParameterError, match="edges"):
+        Terrain.stairs(((0.5, 0.1), (0.4, 0.2)))
+
+
+def test_with_the_state_estimated_and_the_stabilizer_talos_steps_up_a_known_10_cm_stair(talos):
+    """Four 0.25 m steps, the last two onto a 10 cm tread (the plan's steps carry its height): the swing rises
+    before the edge and the CoM height follows the feet. Without either (the swing's height on its horizontal
+    blend; the CoM height jumping at the contact changes) Talos fell at the first step up."""
+    gait = robustness.Gait(steps=4, length=0.25)
+    terrain = Terrain.stairs(((0.625, 0.1),))
+    robustness.ESTIMATED = True
+    try:
+        outcome = robustness.run_walk(talos, True, gait, terrain=terrain, known=True)
+    finally:
+        robustness.ESTIMATED = False
+    assert robustness.walked(outcome)
+    assert max(outcome.landing_errors.values()) < 0.03

@@ -9,6 +9,9 @@ z = 0 (x < ``ramp_start`` and away from the planks); the plan does not know the 
 * :attr:`Terrain.planks`: boxes lying on the floor, ``(x_centre, y_centre, length, width, height)`` [m].
 * :attr:`Terrain.ramp_angle`: a ramp of that slope [rad] (positive: up) along +x from ``ramp_start`` for
   ``ramp_length`` [m], then flat at the height it reached (a plateau; below a descending ramp, the floor).
+* :meth:`Terrain.stairs`: a flight of steps along +x from its edges (planks from each edge to the next).
+  Stairs are *known* terrain when the plan's steps carry their heights (StepData z, e.g. from
+  :meth:`Terrain.height`): ``benchmarks/robustness.py``'s known stairs row.
 
 Pure MuJoCo (through :mod:`walk_mpc.core.sim.mjcf`'s helpers); no ROS.
 """
@@ -53,6 +56,27 @@ class Terrain:
         check_range("ramp_angle", self.ramp_angle, -0.3, 0.3)
         check_finite("ramp_start", self.ramp_start)
         check_positive("ramp_length", self.ramp_length)
+
+    @classmethod
+    def stairs(cls, edges, width: float = 2.0, y: float = 0.0) -> Terrain:
+        """Stairs along +x: ``edges`` are ``(x [m], height [m] after it)`` with increasing x; the ground
+        between an edge and the next (the last: 20 m on) is at its height, 0 before the first edge (heights
+        of 0 are left to the floor). ``width`` [m]: of every tread, centred on ``y`` [m].
+
+        Raises:
+            ParameterError: On edges not increasing in x, negative heights or a width <= 0.
+        """
+        edges = tuple((float(x), float(h)) for x, h in edges)
+        check_positive("width", width)
+        check_finite("y", y)
+        if any(b[0] <= a[0] for a, b in zip(edges, edges[1:])) or any(h < 0.0 for _, h in edges):
+            raise ParameterError("edges", edges, "(x, height >= 0) [m] with increasing x")
+        planks = []
+        for i, (x, h) in enumerate(edges):
+            end = edges[i + 1][0] if i + 1 < len(edges) else x + _EXTENT
+            if h > 0.0:
+                planks.append((0.5 * (x + end), float(y), end - x, float(width), h))
+        return cls(planks=tuple(planks))
 
     @property
     def ramp_height(self) -> float:
