@@ -52,7 +52,7 @@ from walk_mpc.core.params import check_nonnegative, check_positive
 from walk_mpc.core.sensors import SensorSample
 from walk_mpc.core.walk.saturation import StepLimits, saturate_step
 from walk_mpc.core.walk.step import Foot
-from walk_mpc.core.walk.timeline import FootPose, PhaseKind, Timeline
+from walk_mpc.core.walk.timeline import FootPose, Phase, PhaseKind, Timeline
 
 GRAVITY = 9.81  # [m/s^2]
 
@@ -149,6 +149,45 @@ def nominal_touchdown_dcm(timeline: Timeline, step_index: int, omega: float) -> 
     return xi
 
 
+def measure_com_state(robot: RobotModel, phase: Phase, sample: SensorSample) -> Optional[tuple]:
+    """(CoM position (3,) [m], CoM velocity (3,) [m/s]) of the sample, the base placed by the leg kinematics
+    of the stance soles of ``phase`` at their planned poses (oriented by the IMU; the sample's base pose
+    without IMU); None when it cannot be measured."""
+    frames = {Foot.LEFT: robot.left_foot_frame, Foot.RIGHT: robot.right_foot_frame}
+    anchors = {frames[foot]: (phase.foot(foot).position, 1.0) for foot in phase.stance_feet}
+    try:
+        if len(sample.imu_names):
+            state = estimate_state_from_imu(robot, sample.joint_names, sample.joint_pos,
+                                            sample.imu_names[0], sample.imu_orientation_xyzw[0], anchors,
+                                            sample.joint_vel, sample.imu_angular_vel[0])
+        elif sample.base_pose is not None:
+            state = estimate_state(robot, sample.joint_names, sample.joint_pos,
+                                   base_pose=sample.base_pose, joint_velocities=sample.joint_vel,
+                                   base_twist=(sample.base_linear_velocity, sample.base_angular_velocity))
+        else:
+            return None
+    except (WalkMpcError, KeyError, ValueError):
+        return None
+    if state.com_velocity is None:
+        return None
+    return np.asarray(state.com_position), np.asarray(state.com_velocity)
+
+
+def measure_dcm(robot: RobotModel, phase: Phase, sample: SensorSample) -> Optional[tuple]:
+    """(DCM (x, y) [m], omega [1/s]) of the sample (LIPM, ``omega = sqrt(g / h)``, ``h`` the CoM height above
+    the mean of the stance soles), the CoM measured by :func:`measure_com_state`; None when it cannot be
+    measured."""
+    measured = measure_com_state(robot, phase, sample)
+    if measured is None:
+        return None
+    com, velocity = measured
+    height = float(com[2]) - float(np.mean([phase.foot(f).position[2] for f in phase.stance_feet]))
+    if not height > 0.05:
+        return None
+    omega = math.sqrt(GRAVITY / height)
+    return com[:2] + velocity[:2] / omega, omega
+
+
 class StepAdjuster:
     """Step adjustment from the measured DCM (see the module docstring).
 
@@ -167,7 +206,6 @@ class StepAdjuster:
             raise ParameterError("params", self.params, "a StepAdjustmentParameters")
         self.robot = robot
         self.limits = limits if limits is not None else StepLimits()
-        self._frames = {Foot.LEFT: robot.left_foot_frame, Foot.RIGHT: robot.right_foot_frame}
         sole = robot.planner_sole()
         m = self.params.sole_margin
         self._sole = (max(0.0, sole.front - m), max(0.0, sole.back - m), max(0.0, sole.left - m),
@@ -185,29 +223,10 @@ class StepAdjuster:
     def measure_dcm(self, t: float, timeline: Timeline, sample: SensorSample) -> Optional[tuple]:
         """(DCM (x, y) [m] filtered, omega [1/s]) of the sample, the base placed on the planned stance soles
         at ``t``; None when it cannot be measured."""
-        phase = timeline.phase_at(t)
-        stance = phase.stance_feet
-        anchors = {self._frames[foot]: (phase.foot(foot).position, 1.0) for foot in stance}
-        try:
-            if len(sample.imu_names):
-                state = estimate_state_from_imu(self.robot, sample.joint_names, sample.joint_pos,
-                                                sample.imu_names[0], sample.imu_orientation_xyzw[0], anchors,
-                                                sample.joint_vel, sample.imu_angular_vel[0])
-            elif sample.base_pose is not None:
-                state = estimate_state(self.robot, sample.joint_names, sample.joint_pos,
-                                       base_pose=sample.base_pose, joint_velocities=sample.joint_vel,
-                                       base_twist=(sample.base_linear_velocity, sample.base_angular_velocity))
-            else:
-                return None
-        except (WalkMpcError, KeyError, ValueError):
+        raw = measure_dcm(self.robot, timeline.phase_at(t), sample)
+        if raw is None:
             return None
-        if state.com_velocity is None:
-            return None
-        height = float(state.com_position[2]) - float(np.mean([phase.foot(f).position[2] for f in stance]))
-        if not height > 0.05:
-            return None
-        omega = math.sqrt(GRAVITY / height)
-        xi = np.asarray(state.com_position[:2]) + np.asarray(state.com_velocity[:2]) / omega
+        xi, omega = raw
         tau = self.params.filter_time
         if self._dcm is None or tau <= 0.0 or self._dcm_t is None:
             self._dcm = xi
@@ -272,4 +291,5 @@ class StepAdjuster:
         return steps
 
 
-__all__ = ["StepAdjuster", "StepAdjustmentParameters", "adjusted_steps", "nominal_touchdown_dcm"]
+__all__ = ["StepAdjuster", "StepAdjustmentParameters", "adjusted_steps", "measure_com_state", "measure_dcm",
+           "nominal_touchdown_dcm"]
