@@ -384,6 +384,7 @@ class WalkBehavior:
         self._lookahead = NUM_REQUIRED_WALK_STEPS  # steps committed ahead at each decision
         self._outcome: Optional[Tuple[WalkErrorCode, str, Tuple[int, ...]]] = None
         self._warning = False
+        self._timing = self.params.timing  # of the walk (submit_goal's timing)
 
     def _rebuild_timeline(self) -> None:
         """Timeline of the committed steps, re-anchored in long walks so rebuilds stay O(1) per touchdown."""
@@ -394,9 +395,9 @@ class WalkBehavior:
             for step in self._committed[self._anchor:anchor]:
                 feet[step.foot] = FootPose.of_step(step)
             self._anchor, self._anchor_feet = anchor, feet
-            self._anchor_t0 = liftoff - self.params.timing.sway_duration
+            self._anchor_t0 = liftoff - self._timing.sway_duration
         self._timeline = Timeline(self._anchor_feet[Foot.LEFT], self._anchor_feet[Foot.RIGHT],
-                                  self._committed[self._anchor:], self.params.timing, t0=self._anchor_t0)
+                                  self._committed[self._anchor:], self._timing, t0=self._anchor_t0)
         singles = [p for p in self._timeline.phases if p.kind is PhaseKind.SINGLE]
         self._touchdown = {p.step_index: p.t_end for p in singles}
         self._liftoff = {p.step_index: p.t_start for p in singles}
@@ -459,6 +460,7 @@ class WalkBehavior:
         plan_complete: bool = True,
         goal_id: Optional[Hashable] = None,
         lookahead: Optional[int] = None,
+        timing: Optional[GaitTiming] = None,
     ) -> GoalAnswer:
         """Start a walk, or preempt the running goal.
 
@@ -468,17 +470,24 @@ class WalkBehavior:
             goal_id: Id reported in results; an increasing integer when None.
             lookahead: Steps committed ahead at each decision from now on [steps], 1 to
                 ``NUM_REQUIRED_WALK_STEPS``; None: ``NUM_REQUIRED_WALK_STEPS`` (Atlas).
+            timing: Gait timing of a walk from Stand (a recovery step's quick sway); None: the parameters'.
+                A preempting goal keeps the timing of the walk it continues.
 
         Returns:
             The answer; on rejection nothing changed.
 
         Raises:
-            InputError: If ``lookahead`` is not an integer in [1, NUM_REQUIRED_WALK_STEPS].
+            InputError: If ``lookahead`` is not an integer in [1, NUM_REQUIRED_WALK_STEPS], or ``timing`` not
+                a GaitTiming whose double support is shorter than the limits' ``min_duration``.
         """
         lookahead = NUM_REQUIRED_WALK_STEPS if lookahead is None else lookahead
         if (isinstance(lookahead, bool) or not isinstance(lookahead, int)
                 or not 1 <= lookahead <= NUM_REQUIRED_WALK_STEPS):
             raise InputError("lookahead", lookahead, f"an integer in [1, {NUM_REQUIRED_WALK_STEPS}] steps")
+        if timing is not None and (not isinstance(timing, GaitTiming)
+                                   or timing.double_support_duration >= self.params.limits.min_duration):
+            raise InputError("timing", timing, "a GaitTiming whose double support is shorter than "
+                             f"limits.min_duration = {self.params.limits.min_duration} s")
         gid = self._new_goal_id(goal_id)
         parsed = steps_from_records(steps)
         if isinstance(parsed, Rejection):
@@ -487,7 +496,7 @@ class WalkBehavior:
             rejection = self._check_fresh_goal(parsed, plan_complete, lookahead)
             if rejection is not None:
                 return GoalAnswer(gid, False, rejection)
-            self._start_walk(gid, parsed, bool(plan_complete), lookahead)
+            self._start_walk(gid, parsed, bool(plan_complete), lookahead, timing)
             return GoalAnswer(gid, True)
         rejection = self._check_continuation(parsed, plan_complete, preempting=True)
         if rejection is not None:
@@ -717,8 +726,9 @@ class WalkBehavior:
         return added, replaced, unchanged
 
     def _start_walk(self, goal_id: Hashable, steps: Tuple[Step, ...], plan_complete: bool,
-                    lookahead: int = NUM_REQUIRED_WALK_STEPS) -> None:
+                    lookahead: int = NUM_REQUIRED_WALK_STEPS, timing: Optional[GaitTiming] = None) -> None:
         self._enter_stand(self._timeline)  # clean per-walk state
+        self._timing = timing if timing is not None else self.params.timing
         self._behavior = Behavior.WALK
         self._goal_id = goal_id
         self._lookahead = lookahead
