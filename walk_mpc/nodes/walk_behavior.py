@@ -116,6 +116,7 @@ from std_msgs.msg import Bool, Float64MultiArray
 from walk_mpc.action import Walk
 from walk_mpc.core.body.robot import RobotModel
 from walk_mpc.core.control.landings import LandingParameters
+from walk_mpc.core.control.recovery_step import RecoveryStepParameters
 from walk_mpc.core.control.stamps import StampGuardParameters
 from walk_mpc.core.control.step_adjustment import StepAdjustmentParameters
 from walk_mpc.core.control.walk_supervisor import (
@@ -215,6 +216,7 @@ class WalkBehaviorNodeParameters:
             ``stand_follow_time`` [s] (or turned by ``stand_follow_yaw`` [rad]) re-anchors Stand at the
             measured feet; 0: never.
         step_adjustment: Step adjustment from the measured DCM (needs ``measure_feet``), off by default.
+        recovery_step: Standing recovery steps from the measured DCM (needs ``measure_feet``), off by default.
     """
 
     behavior: WalkBehavior.Parameters = dataclasses.field(default_factory=WalkBehavior.Parameters)
@@ -251,6 +253,7 @@ class WalkBehaviorNodeParameters:
     stand_follow_yaw: float = 0.05
     stand_follow_time: float = 0.2
     step_adjustment: StepAdjustmentParameters = dataclasses.field(default_factory=StepAdjustmentParameters)
+    recovery_step: RecoveryStepParameters = dataclasses.field(default_factory=RecoveryStepParameters)
 
     def __post_init__(self) -> None:
         if not isinstance(self.behavior, WalkBehavior.Parameters):
@@ -303,7 +306,7 @@ class WalkBehaviorNodeParameters:
             deadline_topic=self.deadline_topic or "sim/deadlines", velocity=self.velocity,
             goal_pose=self.goal_pose, stamps=self.stamps, stand_follow_distance=self.stand_follow_distance,
             stand_follow_yaw=self.stand_follow_yaw, stand_follow_time=self.stand_follow_time,
-            step_adjustment=self.step_adjustment)
+            step_adjustment=self.step_adjustment, recovery_step=self.recovery_step)
 
 
 class _NextWakeUp:

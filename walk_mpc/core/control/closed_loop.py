@@ -41,6 +41,7 @@ import pinocchio as pin
 from walk_mpc.core.body.ik import IKSolver
 from walk_mpc.core.body.robot import RobotModel, yaw_of
 from walk_mpc.core.control.planner_stage import PlannerStage, PlannerStageParameters
+from walk_mpc.core.control.recovery_step import RecoveryStepParameters, RecoveryStepper
 from walk_mpc.core.control.step_adjustment import StepAdjuster, StepAdjustmentParameters
 from walk_mpc.core.control.types import NS_PER_S, JointCommand, WalkPlan, WholeBodyStatus
 from walk_mpc.core.control.whole_body_stage import WholeBodyStage, WholeBodyStageParameters
@@ -279,6 +280,11 @@ class ClosedLoopWalk:
             behavior's in the graph), within ``step_limits`` (default: the walk behavior's); None or disabled:
             the plan is never changed. Enabled, an adjusted plan goes to both stages as a new plan (plan id
             + 1) after the sample it was decided on, as the ``walk_behavior`` node publishes it.
+        step_limits: The step limits of step adjustment and recovery steps (default: the walk behavior's).
+        recovery_step: Standing recovery steps from the measured DCM (:mod:`.recovery_step`, the walk
+            behavior's in the graph); None or disabled: never. Enabled, while the plan stands and the DCM
+            leaves the support polygon, a recovery walk from the standing feet goes to both stages as a new
+            plan (plan id + 1, stamped at the sample it was decided on).
 
     Raises:
         ParameterError: The control period is not a multiple of the hardware period, or differs from
@@ -291,7 +297,8 @@ class ClosedLoopWalk:
                  params: Optional[ClosedLoopParameters] = None,
                  stage_options: Optional[dict] = None,
                  step_adjustment: Optional[StepAdjustmentParameters] = None,
-                 step_limits: Optional[StepLimits] = None) -> None:
+                 step_limits: Optional[StepLimits] = None,
+                 recovery_step: Optional[RecoveryStepParameters] = None) -> None:
         if not isinstance(timeline, Timeline):
             raise InputError("timeline", timeline, "a Timeline")
         self.params = params if params is not None else ClosedLoopParameters()
@@ -339,6 +346,8 @@ class ClosedLoopWalk:
         self.commands: list[JointCommand] = []  # every command applied, in order (``keep_commands``)
         self.adjuster = (StepAdjuster(robot, step_adjustment, step_limits)
                          if step_adjustment is not None and step_adjustment.enabled else None)
+        self.recovery = (RecoveryStepper(robot, recovery_step, step_limits)
+                         if recovery_step is not None and recovery_step.enabled else None)
         self.plans: list[WalkPlan] = [self.plan]  # every plan given to the stages, in order
         self.keep_commands = False
 
@@ -392,9 +401,35 @@ class ClosedLoopWalk:
                 record = TickRecord((stamp - ORIGIN_NS) / NS_PER_S, state, tick.output, q, not command.held)
         if tick.ahead is not None:
             self.whole_body.on_reference_ahead(tick.ahead)
-        if self.adjuster is not None:
-            self._adjust_steps(stamp, sample)
+        if self.adjuster is not None and not (self.recovery is not None and self.recovery.recovering):
+            self._adjust_steps(stamp, sample)  # (a recovery walk's steps are the recovery's)
+        if self.recovery is not None:
+            self._recover(stamp, sample)
         return record
+
+    def _recover(self, stamp: int, sample) -> None:
+        """Standing recovery steps on this sample: a recovery walk from the standing feet, or its steps moved,
+        to both stages (as the walk behavior publishes it after the sample)."""
+        plan = self.plan
+        t = (stamp - plan.stamp_ns) / NS_PER_S
+        steps = self.recovery.observe(t, plan.timeline, sample)
+        if steps is None:
+            return
+        if plan.timeline.walking_at(t):  # the recovery walk's steps moved: the same walk (stamp)
+            first = plan.timeline.phases[0]
+            timeline = Timeline(first.left, first.right, steps, plan.timeline.timing, first.t_start)
+            self._set_plan(WalkPlan(plan.plan_id + 1, True, plan.stamp_ns, timeline))
+            return
+        phase = plan.timeline.phase_at(t)
+        timeline = Timeline(phase.left, phase.right, steps, self.recovery.timing())
+        self._set_plan(WalkPlan(plan.plan_id + 1, True, stamp, timeline))
+
+    def _set_plan(self, plan: WalkPlan) -> None:
+        """``plan`` to both stages (a new plan id)."""
+        self.plan = plan
+        self.plans.append(plan)
+        self.planner_stage.set_plan(plan)
+        self.whole_body.set_plan(plan)
 
     def _adjust_steps(self, stamp: int, sample) -> None:
         """Step adjustment on this sample: an adjusted plan to both stages (as the walk behavior publishes
@@ -405,10 +440,7 @@ class ClosedLoopWalk:
             return
         first = plan.timeline.phases[0]
         timeline = Timeline(first.left, first.right, steps, plan.timeline.timing, first.t_start)
-        self.plan = WalkPlan(plan.plan_id + 1, True, plan.stamp_ns, timeline)
-        self.plans.append(self.plan)
-        self.planner_stage.set_plan(self.plan)
-        self.whole_body.set_plan(self.plan)
+        self._set_plan(WalkPlan(plan.plan_id + 1, True, plan.stamp_ns, timeline))
 
     def run(self, until: Optional[float] = None,
             on_tick: Optional[Callable[[TickRecord], None]] = None) -> WalkOutcome:

@@ -58,6 +58,7 @@ from typing import Hashable, Optional, Sequence
 
 from walk_mpc.core.body.robot import RobotModel, yaw_of
 from walk_mpc.core.control.landings import LandingMonitor, LandingParameters
+from walk_mpc.core.control.recovery_step import RecoveryStepParameters, RecoveryStepper
 from walk_mpc.core.control.stamps import StampGuard, StampGuardParameters, StampVerdict
 from walk_mpc.core.control.step_adjustment import StepAdjuster, StepAdjustmentParameters
 from walk_mpc.core.control.types import (
@@ -115,6 +116,16 @@ class GoalPoseId:
 
     def __str__(self) -> str:
         return f"goal pose {self.number}"
+
+
+@dataclasses.dataclass(frozen=True)
+class RecoveryStepId:
+    """Goal id of a standing recovery walk (:mod:`.recovery_step`), numbered from 1 in each supervisor."""
+
+    number: int
+
+    def __str__(self) -> str:
+        return f"recovery step {self.number}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,6 +187,11 @@ class WalkSupervisorParameters:
             on every sample of a walk, a swinging step the DCM error needs elsewhere is moved (within the
             behavior's step limits; committed indices stay) and the adjusted plan published. Disabled by
             default: never called.
+        recovery_step: Standing recovery steps from the measured DCM (:mod:`.recovery_step`; needs the robot):
+            standing, when the DCM leaves the support polygon, a recovery walk (goal id a
+            :class:`RecoveryStepId`, its own quick timing, within the behavior's step limits) starts at once;
+            its steps follow the DCM until they land, then the robot stands again. Goals are refused while
+            it walks. Disabled by default: never called.
     """
 
     behavior: WalkBehavior.Parameters = dataclasses.field(default_factory=WalkBehavior.Parameters)
@@ -199,10 +215,17 @@ class WalkSupervisorParameters:
     stand_follow_yaw: float = 0.05
     stand_follow_time: float = 0.2
     step_adjustment: StepAdjustmentParameters = dataclasses.field(default_factory=StepAdjustmentParameters)
+    recovery_step: RecoveryStepParameters = dataclasses.field(default_factory=RecoveryStepParameters)
 
     def __post_init__(self) -> None:
         if not isinstance(self.step_adjustment, StepAdjustmentParameters):
             raise ParameterError("step_adjustment", self.step_adjustment, "a StepAdjustmentParameters")
+        if not isinstance(self.recovery_step, RecoveryStepParameters):
+            raise ParameterError("recovery_step", self.recovery_step, "a RecoveryStepParameters")
+        recovery, shortest = self.recovery_step, self.behavior.limits.min_duration
+        if recovery.enabled and recovery.double_support_duration >= shortest:
+            raise ParameterError("recovery_step.double_support_duration", recovery.double_support_duration,
+                                 f"less than behavior.limits.min_duration = {shortest} s")
         if not isinstance(self.goal_pose, GoalPoseParameters):
             raise ParameterError("goal_pose", self.goal_pose, "a GoalPoseParameters")
         if not isinstance(self.behavior, WalkBehavior.Parameters):
@@ -332,6 +355,10 @@ class WalkSupervisor:
         adjust = self.params.step_adjustment
         self._adjuster = (StepAdjuster(self.robot, adjust, self.params.behavior.limits)
                           if adjust.enabled and self.robot is not None else None)
+        recovery = self.params.recovery_step
+        self._recovery = (RecoveryStepper(self.robot, recovery, self.params.behavior.limits)
+                          if recovery.enabled and self.robot is not None else None)
+        self._recoveries = 0  # recovery walks started (their ids)
 
     # ------------------------------------------------------------------ read-only state
     @property
@@ -358,6 +385,11 @@ class WalkSupervisor:
     def velocity_walk(self) -> VelocityWalk:
         """The velocity command follower (read-only use)."""
         return self._velocity
+
+    @property
+    def recovering(self) -> bool:
+        """Whether the walk in progress is a standing recovery walk."""
+        return self.walking and isinstance(self._core.goal_id, RecoveryStepId)
 
     @property
     def velocity_walking(self) -> bool:
@@ -424,8 +456,12 @@ class WalkSupervisor:
             self._landings.observe(status.t, status.phase, self._loads, self._measured if tick else None)
         if status.result is not None:
             results.append(self._checked(status.result))
+        elif self._recovery is not None and (self.recovering or not walking):
+            status = self._recover(status, sample)
         elif self._adjuster is not None and walking:
             status = self._adjust_steps(status, sample)
+        if self._recovery is not None and walking and not self.recovering:
+            self._recovery.other_walk()  # not standing: no decision
         started = self._after_results(results)
         if tick and status.support_foot is not None and self._measured is not None:
             measured = self._measured[status.support_foot]
@@ -437,6 +473,38 @@ class WalkSupervisor:
     def step_adjuster(self) -> Optional[StepAdjuster]:
         """The step adjuster (None when disabled)."""
         return self._adjuster
+
+    @property
+    def recovery_stepper(self) -> Optional[RecoveryStepper]:
+        """The standing recovery stepper (None when disabled)."""
+        return self._recovery
+
+    def _recover(self, status: WalkStatus, sample: SensorSample) -> WalkStatus:
+        """Standing recovery on this sample: standing, a recovery walk when the DCM has left the support
+        polygon (none after a fall, or while a goal waits); recovering, its steps moved as the DCM needs."""
+        core = self._core
+        if not self.walking and (self._fallen or self._deferred is not None or self._origin_ns is None):
+            return status
+        steps = self._recovery.observe(core.time, status.timeline, sample)
+        if steps is None:
+            return status
+        if self.walking:
+            if core.adjust_steps(steps):
+                return dataclasses.replace(core.status, t_step_rem=status.t_step_rem, result=status.result)
+            return status
+        gid = RecoveryStepId(self._recoveries + 1)
+        answer = core.submit_goal(steps, True, goal_id=gid, timing=self._recovery.timing())
+        if not answer.accepted:
+            self._log.warning(f"{gid} refused: {answer.rejection.message}")
+            return status
+        self._recoveries += 1
+        self._landings.reset()
+        last = self._recovery.last
+        where = ", ".join(f"{foot.lower()} to ({x:.3f}, {y:.3f}) m" for foot, x, y in last["steps"])
+        self._log.warning(f"{gid}: the DCM ({last['dcm'][0]:.3f}, {last['dcm'][1]:.3f}) m is "
+                          f"{last['outside']:.3f} m outside the support polygon at t = {core.time:.3f} s: "
+                          f"stepping {where}")
+        return dataclasses.replace(core.status, result=status.result)
 
     def _adjust_steps(self, status: WalkStatus, sample: SensorSample) -> WalkStatus:
         """Step adjustment on this sample: the moved steps into the behavior (the status shows them)."""
@@ -695,6 +763,9 @@ class WalkSupervisor:
                         f"{age:.3f} s (sensor_timeout {self.params.sensor_timeout} s)")
         if self._fallen:
             return WalkErrorCode.FALL_DETECTED, f"the robot has fallen ('{self.params.fall_topic}' is true)"
+        if self.recovering:
+            return WalkErrorCode.INVALID_STEP, (f"{self._core.goal_id} is in progress (a push): send the "
+                                                "goal again once the robot stands")
         if not self.walking:
             silent = self.silent_link(steady_ns)
             if silent is not None:
@@ -795,7 +866,13 @@ class WalkSupervisor:
         return GoalAnswer(goal_id, True), output
 
     def queue_steps(self, steps: Sequence[Step], plan_complete: bool) -> tuple[QueueAnswer, SupervisorOutput]:
-        """Add or replace steps of the running walk (``walk/queue_steps``; refused while velocity walking)."""
+        """Add or replace steps of the running walk (``walk/queue_steps``; refused while velocity walking or
+        recovering)."""
+        if self.recovering:
+            answer = QueueAnswer(False, f"{self._core.goal_id} is in progress (a push): send a Walk goal "
+                                 "once the robot stands", self._core.next_step_index_needed,
+                                 WalkErrorCode.INVALID_STEP)
+            return answer, SupervisorOutput()
         if self.velocity_walking:
             answer = QueueAnswer(False, f"{self._core.goal_id} is walking (cmd_vel): send a Walk goal first",
                                  self._core.next_step_index_needed, WalkErrorCode.INVALID_STEP)
@@ -926,7 +1003,7 @@ class WalkSupervisor:
             if velocity.active(t) and self._deferred is None:
                 self._start_velocity_walk(t)
             return
-        if core.is_stopping:
+        if core.is_stopping or self.recovering:
             return
         if isinstance(core.goal_id, VelocityWalkId):
             steps, complete = velocity.next_steps(t, core.status.timeline.steps[-1])
@@ -989,7 +1066,7 @@ class WalkSupervisor:
         """Log the velocity walks and goal-pose walks that ended (no action reports them); start the goal that
         waited for Stand (True if it started)."""
         for k, result in enumerate(results):
-            if not isinstance(result.goal_id, (VelocityWalkId, GoalPoseId)):
+            if not isinstance(result.goal_id, (VelocityWalkId, GoalPoseId, RecoveryStepId)):
                 continue
             velocity = isinstance(result.goal_id, VelocityWalkId)
             if velocity and result.error_code != WalkErrorCode.NONE:
@@ -1064,7 +1141,7 @@ class WalkSupervisor:
 
 def goal_name(goal_id: object) -> str:
     """Short printable id of a goal id (the first 8 hex digits of an action goal UUID)."""
-    if isinstance(goal_id, (VelocityWalkId, GoalPoseId)):
+    if isinstance(goal_id, (VelocityWalkId, GoalPoseId, RecoveryStepId)):
         return str(goal_id)
     return goal_id.hex()[:8] if isinstance(goal_id, (bytes, bytearray)) else repr(goal_id)
 
@@ -1074,5 +1151,5 @@ def _preempter(goal_id: object) -> str:
     return str(goal_id) if isinstance(goal_id, GoalPoseId) else f"goal {goal_name(goal_id)}"
 
 
-__all__ = ["GoalPoseId", "GoalPoseParameters", "LINK_ERRORS", "PREEMPTED_BY_CMD_VEL", "SupervisorOutput",
-           "VelocityWalkId", "WalkSupervisor", "WalkSupervisorParameters", "goal_name"]
+__all__ = ["GoalPoseId", "GoalPoseParameters", "LINK_ERRORS", "PREEMPTED_BY_CMD_VEL", "RecoveryStepId",
+           "SupervisorOutput", "VelocityWalkId", "WalkSupervisor", "WalkSupervisorParameters", "goal_name"]

@@ -1,0 +1,236 @@
+"""Standing recovery steps (issue 18): core/control/recovery_step.py, the walk behavior's recovery walk with
+its own timing, the supervisor and the in-process loop deciding alike, a standing push on MuJoCo."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from walk_mpc.core.control.recovery_step import (
+    RecoveryStepParameters,
+    RecoveryStepper,
+    distance_outside,
+    support_hull,
+)
+from walk_mpc.core.control.walk_supervisor import RecoveryStepId, WalkSupervisor, WalkSupervisorParameters
+from walk_mpc.core.errors import InputError, ParameterError
+from walk_mpc.core.mpc.preview import SoleParameters
+from walk_mpc.core.walk.behavior import WalkBehavior, WalkErrorCode
+from walk_mpc.core.walk.saturation import StepLimits
+from walk_mpc.core.walk.step import Foot, Step
+from walk_mpc.core.walk.timeline import FootPose, GaitTiming, PhaseKind
+
+LEFT, RIGHT = FootPose((0.0, 0.085, 0.0)), FootPose((0.0, -0.085, 0.0))
+SOLE = SoleParameters(0.09, 0.09, 0.055, 0.055)
+
+
+class _Robot:
+    """What the stepper needs of a robot for planning (no sample is measured here)."""
+
+    def planner_sole(self):
+        return SOLE
+
+
+def test_parameters_are_checked_and_off_by_default():
+    p = RecoveryStepParameters()
+    assert not p.enabled
+    assert p.steps == 2 and p.trigger_distance < p.lateral_trigger_distance
+    with pytest.raises(ParameterError, match="steps"):
+        RecoveryStepParameters(steps=3)
+    with pytest.raises(ParameterError, match="sway_duration"):
+        RecoveryStepParameters(sway_duration=0.0)
+    with pytest.raises(ParameterError, match="trigger_distance"):
+        RecoveryStepParameters(trigger_distance=-0.01)
+    with pytest.raises(ParameterError, match="enabled"):
+        RecoveryStepParameters(enabled=1)
+    # The walk supervisor checks the recovery's double support against the behavior's step limits.
+    with pytest.raises(ParameterError, match="recovery_step.double_support_duration"):
+        WalkSupervisorParameters(recovery_step=RecoveryStepParameters(enabled=True,
+                                                                      double_support_duration=0.5))
+
+
+def test_support_polygon_of_both_soles():
+    hull = support_hull((LEFT, RIGHT), SOLE)
+    assert len(hull) == 4
+    assert distance_outside((0.0, 0.0), hull) == 0.0
+    assert distance_outside((0.05, 0.1), hull) == 0.0
+    assert distance_outside((0.15, 0.0), hull) == pytest.approx(0.06)
+    assert distance_outside((0.0, -0.2), hull) == pytest.approx(0.2 - 0.085 - 0.055)
+    turned = support_hull((FootPose((0.0, 0.085, 0.0), 0.5), FootPose((0.0, -0.085, 0.0), 0.5)), SOLE)
+    assert distance_outside((0.0, 0.0), turned) == 0.0
+
+
+def test_capture_steps_go_toward_the_dcm_within_the_step_limits():
+    limits = StepLimits()
+    stepper = RecoveryStepper(_Robot(), RecoveryStepParameters(enabled=True), limits)
+    omega = 3.36
+    # Slightly ahead of the soles: the left foot steps forward (not farther than the step limits; a bit wider:
+    # the ZMP on the right sole's front inner corner speeds the DCM leftward too), the right one follows.
+    first, second = stepper.capture_steps(np.array([0.12, 0.0]), omega, LEFT, RIGHT)
+    assert (first.step_index, first.foot, second.step_index, second.foot) == (1, Foot.LEFT, 2, Foot.RIGHT)
+    assert 0.09 < first.position[0] <= RIGHT.position[0] + limits.max_forward + 1e-9
+    assert LEFT.position[1] <= first.position[1] < LEFT.position[1] + 0.05
+    assert second.position[0] >= first.position[0] - 1e-9
+    assert second.position[1] <= first.position[1] - (LEFT.position[1] - RIGHT.position[1]) + 1e-9
+    assert first.duration == pytest.approx(max(0.35 + 0.15, limits.min_duration))
+    # Far ahead: the first step saturates at max_forward, the second goes on beyond it.
+    first, second = stepper.capture_steps(np.array([0.3, 0.0]), omega, LEFT, RIGHT)
+    assert first.position[0] == pytest.approx(RIGHT.position[0] + limits.max_forward)
+    assert second.position[0] == pytest.approx(first.position[0] + limits.max_forward)
+    # Behind and to the right: the right foot steps back (max_backward), wider, never crossing.
+    first, _ = stepper.capture_steps(np.array([-0.2, -0.05]), omega, LEFT, RIGHT)
+    assert first.foot is Foot.RIGHT
+    assert first.position[0] == pytest.approx(LEFT.position[0] - limits.max_backward)
+    assert first.position[1] <= RIGHT.position[1] + 1e-9
+    one = RecoveryStepper(_Robot(), RecoveryStepParameters(enabled=True, steps=1), limits)
+    assert len(one.capture_steps(np.array([0.12, 0.0]), omega, LEFT, RIGHT)) == 1
+
+
+def test_the_behavior_walks_a_goal_with_its_own_timing_then_stands():
+    params = WalkBehavior.Parameters()
+    behavior = WalkBehavior(params, LEFT, RIGHT)
+    timing = GaitTiming(sway_duration=0.1, double_support_duration=0.15, catch_duration=0.6)
+    steps = [Step(1, Foot.LEFT, 0.5, (0.2, 0.085, 0.0)), Step(2, Foot.RIGHT, 0.5, (0.2, -0.085, 0.0))]
+    with pytest.raises(InputError, match="timing"):
+        too_long = GaitTiming(double_support_duration=params.limits.min_duration)
+        behavior.submit_goal(steps, True, timing=too_long)
+    assert behavior.submit_goal(steps, True, goal_id="recover", timing=timing).accepted
+    timeline = behavior.status.timeline
+    assert timeline.timing == timing
+    single = [p for p in timeline.phases if p.kind is PhaseKind.SINGLE]
+    assert single[0].t_start == pytest.approx(0.1) and single[0].duration == pytest.approx(0.35)
+    status = behavior.step(timeline.t_end + 0.01)
+    assert status.result.error_code == WalkErrorCode.NONE
+    # The next walk has the parameters' timing again.
+    assert behavior.submit_goal([Step(1, Foot.LEFT, 1.0, (0.4, 0.085, 0.0))], True).accepted
+    assert behavior.status.timeline.timing == params.timing
+
+
+# ---------------------------------------------------------------------------------------------------- MuJoCo
+@pytest.fixture(scope="module")
+def robustness():
+    pytest.importorskip("mujoco")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import robustness as module
+
+    return module
+
+
+@pytest.fixture()
+def estimated(robustness, monkeypatch):
+    monkeypatch.setattr(robustness, "ESTIMATED", True)
+    return robustness
+
+
+def _standing_push(rb, impulse: float, direction: str, recover: bool):
+    from walk_mpc.core.body.robot import RobotModel
+
+    robot = RobotModel()
+    gait = rb.Gait(steps=0)
+    t0, unit = rb.push_directions(robot, gait, False)[direction]
+    force = impulse / rb.PUSH_DURATION * np.array([unit[0], unit[1], 0.0])
+    return rb.run_walk(robot, True, gait, push=(t0, force), duration=t0 + 2.0, recover=recover)
+
+
+@pytest.mark.parametrize("direction", ["forward", "backward"])
+def test_a_standing_push_that_fell_is_survived_with_a_recovery_step(estimated, direction):
+    """State estimated, stabilizer on: 38 N s on the standing pelvis, forward or backward, falls (the
+    bisection without recovery: 28-31 N s, the capture limit of the soles); with the recovery steps toward
+    the measured DCM the robot stands again."""
+    assert not estimated.walked(_standing_push(estimated, 38.0, direction, False))
+    assert estimated.walked(_standing_push(estimated, 38.0, direction, True))
+
+
+def _loop(rb, robot, recovery, samples=None):
+    from walk_mpc.core.control.closed_loop import ClosedLoopParameters, ClosedLoopWalk
+    from walk_mpc.core.control.stabilizer import StabilizerParameters
+    from walk_mpc.core.sim.kinematic import KinematicSim
+    from walk_mpc.core.sim.mujoco import MujocoSim
+
+    kp = rb.LEG_KP
+    physics = MujocoSim.Parameters(gain_patterns=("leg_",), gain_kp=(kp,), gain_kd=(kp / 100.0,))
+    sim = MujocoSim(KinematicSim.Parameters(), physics, robot=robot)
+    truth = sim.sensor_sample
+
+    def sample():
+        s = dataclasses.replace(truth(), base_estimate_valid=False)
+        if samples is not None:
+            samples.append(s)
+        return s
+
+    sim.sensor_sample = sample
+    timeline = rb.timeline_of(robot, rb.Gait(steps=0))
+    loop = ClosedLoopWalk(robot, sim, timeline, params=ClosedLoopParameters(settle_time=0.2),
+                          stage_options={"whole_body": {"stabilizer": StabilizerParameters(enabled=True)}},
+                          recovery_step=recovery)
+    return sim, loop, timeline
+
+
+def test_enabled_without_disturbance_changes_nothing_bit_for_bit(estimated):
+    """Standing undisturbed, the stepper decides nothing: the commands are those of the loop without it."""
+    from walk_mpc.core.body.robot import RobotModel
+
+    robot = RobotModel()
+    commands = []
+    for recovery in (None, RecoveryStepParameters(enabled=True)):
+        sim, loop, _ = _loop(estimated, robot, recovery)
+        loop.keep_commands = True
+        loop.run(until=2.0)
+        assert len(loop.plans) == 1 and not loop.fallen
+        commands.append(loop.commands)
+    assert len(commands[0]) == len(commands[1])
+    for a, b in zip(*commands):
+        assert a.stamp_ns == b.stamp_ns and np.array_equal(a.positions, b.positions)
+
+
+def test_the_walk_supervisor_takes_the_recovery_steps_the_in_process_loop_takes(estimated):
+    """The same samples (a pushed standing robot in process, replayed) give the WalkSupervisor (the
+    walk_behavior node's core) the same recovery walk as the loop's plans: one decision, shared; goals are
+    refused while it walks, and it ends in Stand."""
+    from walk_mpc.core.body.robot import RobotModel
+
+    robot = RobotModel()
+    recovery = RecoveryStepParameters(enabled=True)
+    samples: list = []
+    sim, loop, timeline = _loop(estimated, robot, recovery, samples)
+    t0, unit = estimated.push_directions(robot, estimated.Gait(steps=0), False)["forward"]
+    stamps = []
+    while sim.time < 3.0 - 1e-9:
+        pushing = t0 - 1e-9 <= sim.time < t0 + estimated.PUSH_DURATION - 1e-9
+        sim.set_base_force(np.array([unit[0], unit[1], 0.0]) * (380.0 if pushing else 0.0))
+        loop.step()
+        stamps.append(loop.stamp_ns(sim.state.step_count))
+    assert not loop.fallen
+    assert loop.recovery.recoveries == 1 and len(loop.plans) > 2  # the recovery walk, its steps moved
+    first = timeline.phases[0]
+    params = WalkSupervisorParameters(initial_feet=(first.left, first.right), recovery_step=recovery,
+                                      stand_follow_distance=0.0)
+    supervisor = WalkSupervisor(params, robot)
+    start = stamps[0] - round(sim.hardware_period * 1e9)
+    supervisor.observe(start, samples[0])
+    plans, refused, ended = [], False, []
+    for stamp, s in zip(stamps, samples):
+        out = supervisor.observe(stamp, s)
+        ended += [r for r in out.results if isinstance(r.goal_id, RecoveryStepId)]
+        if out.plan is not None and out.plan.walking:
+            plans.append(out.plan)
+        if supervisor.recovering and not refused:
+            answer, _ = supervisor.submit_goal("user", [Step(1, Foot.LEFT, 1.0, (0.2, 0.085, 0.0))], True)
+            assert not answer.accepted and "recovery step 1 is in progress" in answer.rejection.message
+            refused = True
+    assert refused and supervisor.recovery_stepper.recoveries == 1
+    assert [r.error_code for r in ended] == [WalkErrorCode.NONE]
+    assert not supervisor.walking
+    ours, theirs = plans[-1].timeline.steps, loop.plans[-1].timeline.steps
+    assert [(s.step_index, s.foot) for s in ours] == [(s.step_index, s.foot) for s in theirs]
+    for a, b in zip(ours, theirs):  # (the behavior's clock sums its dt; exp(omega t) amplifies it)
+        assert a.position == pytest.approx(b.position, abs=1e-6)
+    assert plans[-1].timeline.timing == loop.plans[-1].timeline.timing
+    # One walk (one stamp) at the decision's sample: the ik re-plans the moved swing within it.
+    assert len({plan.stamp_ns for plan in plans}) == 1
+    assert math.isclose(plans[0].stamp_ns, loop.plans[1].stamp_ns, abs_tol=round(sim.hardware_period * 1e9))

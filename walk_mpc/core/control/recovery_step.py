@@ -1,0 +1,362 @@
+"""Standing recovery steps: capture steps toward the measured DCM when the feet's support cannot hold it.
+
+:class:`RecoveryStepper` observes the sensor samples while the robot stands (the walk behavior in Stand, or
+the in-process loop's plan not walking) and decides whether a push has put the DCM (capture point) where the
+ZMP inside the support polygon can no longer bring it back (Pratt 2006; LIPM, ``omega = sqrt(g / h)``):
+
+1. **Measured DCM.** From what a robot measures (encoders, joint velocities, IMU; the base placed by the leg
+   kinematics of both planned soles, :func:`~walk_mpc.core.control.step_adjustment.measure_dcm`), low-pass
+   filtered over ``filter_time``.
+2. **Outside the support polygon.** The convex hull of both soles (the planner's support region of the robot
+   per sole). A DCM inside it is left to the stabilizer; out of it, it diverges whatever the ZMP does: a step
+   is the only way to stop. A step is taken when the DCM is out by more than ``trigger_distance`` in front or
+   behind (default 0), or by more than ``lateral_trigger_distance`` sideways (default 5 cm: a sideways step
+   needs the weight on the other foot, which speeds the DCM away, and crossing is not allowed; on MuJoCo a
+   step at the lateral edge did worse than the stabilizer alone).
+3. **The capture step.** The foot on the DCM's side of the stance (lateral sign in the frame of the middle of
+   the feet; the left foot when on the line) steps, the other one supports it. With the ZMP at the point of
+   the stance sole nearest the DCM through the recovery's sway and single support (``T``), the DCM lands at
+   ``z + (xi - z) exp(omega T)``; the swinging sole is put there (never narrower than the stance it leaves:
+   no crossing), within the walk's :class:`~walk_mpc.core.walk.saturation.StepLimits` from the stance sole.
+4. **Second step** (``steps`` 2): the other foot comes beside the first one (the stance width it had), or,
+   when the DCM is predicted outside the first sole at the second touchdown (the first step saturated),
+   toward where it will be then, within the step limits.
+
+5. **Following the DCM.** The decision comes while the push may still act (the DCM crosses the polygon's
+   edge): during the recovery walk, a step that has not landed moves (again) to where the DCM measured since
+   needs it, by the same prediction from the time left to its touchdown, when that is more than
+   ``update_distance`` from where it lands now and more than ``min_time_to_touchdown`` ahead; the
+   whole-body stage re-plans its swing from where the foot is
+   (:func:`~walk_mpc.core.body.swing.retarget_swing`, a plan of the same stamp).
+
+The recovery walk has its own gait timing (:meth:`RecoveryStepper.timing`: a short sway, quick steps: the
+DCM diverges while the weight shifts), its steps numbered from 1; the robot stands again after it (catch,
+Stand), and may step again if the DCM is still out. No decision before ``min_stand_time`` of standing (the
+estimate settles after a walk, and after the recovery walk itself).
+
+The walk behavior (:class:`~walk_mpc.core.control.walk_supervisor.WalkSupervisor`) starts the recovery walk
+from Stand (goal id a :class:`~walk_mpc.core.control.walk_supervisor.RecoveryStepId`, published as a plan like
+any walk); the in-process loop (:class:`~walk_mpc.core.control.closed_loop.ClosedLoopWalk`) gives its stages a
+new plan of the same steps: the same decision either way. Disabled, it is never called.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Optional, Sequence
+
+import numpy as np
+
+from walk_mpc.core.body.robot import RobotModel
+from walk_mpc.core.control.step_adjustment import measure_dcm
+from walk_mpc.core.errors import ParameterError
+from walk_mpc.core.params import check_nonnegative, check_positive
+from walk_mpc.core.sensors import SensorSample
+from walk_mpc.core.walk.saturation import StepLimits, relative_offset, saturate_step
+from walk_mpc.core.walk.step import Foot, Step
+from walk_mpc.core.walk.timeline import FootPose, GaitTiming, PhaseKind, Timeline
+
+
+@dataclasses.dataclass(frozen=True)
+class RecoveryStepParameters:
+    """Parameters of :class:`RecoveryStepper`.
+
+    Attributes:
+        enabled: Take recovery steps when standing (False: the stepper is never called, nothing changes).
+        trigger_distance: A step is taken when the measured DCM is farther than this [m] outside the
+            support polygon of both soles, in front of it or behind it.
+        lateral_trigger_distance: The same, for a DCM outside the polygon sideways (beyond the outer edge
+            of a sole: a step there needs the weight on the other foot, which speeds the DCM away, and
+            crossing is not allowed; measured on MuJoCo, lateral steps at the polygon's edge did worse than
+            the stabilizer alone).
+        steps: Capture steps of a recovery walk: 1 (the foot on the DCM's side), or 2 (then the other one).
+        sway_duration: Double support before the first lift-off [s] (the weight shifts to the stance foot).
+        single_support_duration: Swing time of each recovery step [s].
+        double_support_duration: Double support after each recovery touchdown [s] (a step lasts single +
+            double support, at least the step limits' ``min_duration``: the single support is lengthened).
+        catch_duration: Double support after the last step, before Stand [s].
+        swing_height: Swing apex of the recovery steps [m].
+        filter_time: Time constant [s] of the low-pass filter of the measured DCM (0: none).
+        min_stand_time: No decision before the robot has stood this long [s] (the estimate settles after a
+            walk or a recovery).
+        update_distance: During the recovery walk, a step that has not landed moves to where the DCM
+            measured since needs it (the push may still act at the decision) when that is farther than this
+            [m] from where it lands now (the swing is re-planned from where the foot is); 0: never moved.
+        min_time_to_touchdown: No move later than this [s] before the step's touchdown.
+    """
+
+    enabled: bool = False
+    trigger_distance: float = 0.0
+    lateral_trigger_distance: float = 0.05
+    steps: int = 2
+    sway_duration: float = 0.1
+    single_support_duration: float = 0.35
+    double_support_duration: float = 0.15
+    catch_duration: float = 0.6
+    swing_height: float = 0.05
+    filter_time: float = 0.02
+    min_stand_time: float = 0.3
+    update_distance: float = 0.02
+    min_time_to_touchdown: float = 0.1
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.enabled, bool):
+            raise ParameterError("enabled", self.enabled, "true or false")
+        if isinstance(self.steps, bool) or self.steps not in (1, 2):
+            raise ParameterError("steps", self.steps, "1 or 2 steps")
+        for name in ("trigger_distance", "lateral_trigger_distance", "filter_time", "min_stand_time",
+                     "swing_height", "update_distance", "min_time_to_touchdown"):
+            check_nonnegative(name, getattr(self, name))
+        for name in ("sway_duration", "single_support_duration", "double_support_duration", "catch_duration"):
+            check_positive(name, getattr(self, name))
+
+
+def support_hull(feet: Sequence[FootPose], sole) -> np.ndarray:
+    """Corners (x, y) [m] of the convex hull of the soles ``feet`` (each the rectangle ``sole``: front, back,
+    left, right of its center), counter-clockwise."""
+    points = []
+    for foot in feet:
+        c, s = math.cos(foot.yaw), math.sin(foot.yaw)
+        for x, y in ((sole.front, sole.left), (sole.front, -sole.right), (-sole.back, -sole.right),
+                     (-sole.back, sole.left)):
+            points.append((foot.position[0] + c * x - s * y, foot.position[1] + s * x + c * y))
+    points = sorted(set(points))
+    if len(points) < 3:
+        return np.asarray(points, dtype=float)
+
+    def cross(o, a, b):
+        return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
+
+    lower: list = []
+    upper: list = []
+    for p in points:
+        while len(lower) >= 2 and cross(lower[-2], lower[-1], p) <= 0.0:
+            lower.pop()
+        lower.append(p)
+    for p in reversed(points):
+        while len(upper) >= 2 and cross(upper[-2], upper[-1], p) <= 0.0:
+            upper.pop()
+        upper.append(p)
+    return np.asarray(lower[:-1] + upper[:-1], dtype=float)
+
+
+def outside_offset(point: Sequence[float], hull: np.ndarray) -> np.ndarray:
+    """Offset (x, y) [m] of ``point`` from the nearest point of the convex polygon ``hull``
+    (counter-clockwise), zero inside it."""
+    p = np.asarray(point, dtype=float)
+    inside = True
+    best, offset = math.inf, np.zeros(2)
+    for k in range(len(hull)):
+        a, b = hull[k], hull[(k + 1) % len(hull)]
+        edge = b - a
+        if edge[0] * (p[1] - a[1]) - edge[1] * (p[0] - a[0]) < 0.0:
+            inside = False
+        s = min(1.0, max(0.0, float(np.dot(p - a, edge) / max(1e-12, float(np.dot(edge, edge))))))
+        d = p - (a + s * edge)
+        if float(np.linalg.norm(d)) < best:
+            best, offset = float(np.linalg.norm(d)), d
+    return np.zeros(2) if inside else offset
+
+
+def distance_outside(point: Sequence[float], hull: np.ndarray) -> float:
+    """Distance [m] of ``point`` (x, y) outside the convex polygon ``hull`` (counter-clockwise), 0 inside."""
+    return float(np.linalg.norm(outside_offset(point, hull)))
+
+
+def _heading(left: FootPose, right: FootPose) -> float:
+    """Mean yaw [rad] of two soles."""
+    return math.atan2(math.sin(left.yaw) + math.sin(right.yaw), math.cos(left.yaw) + math.cos(right.yaw))
+
+
+def _clamp_to_sole(point: np.ndarray, foot: FootPose, sole) -> np.ndarray:
+    """The point of the sole ``foot`` nearest ``point`` (x, y)."""
+    x, y, _ = relative_offset(foot, (float(point[0]), float(point[1]), foot.position[2]))
+    x, y = min(sole.front, max(-sole.back, x)), min(sole.left, max(-sole.right, y))
+    c, s = math.cos(foot.yaw), math.sin(foot.yaw)
+    return np.array([foot.position[0] + c * x - s * y, foot.position[1] + s * x + c * y])
+
+
+class RecoveryStepper:
+    """Standing recovery steps from the measured DCM (see the module docstring).
+
+    Args:
+        robot: Robot model (a biped; its planner sole is each sole's support region).
+        params: Parameters.
+        limits: The walk's step limits.
+    """
+
+    Parameters = RecoveryStepParameters
+
+    def __init__(self, robot: RobotModel, params: Optional[RecoveryStepParameters] = None,
+                 limits: Optional[StepLimits] = None) -> None:
+        self.params = params if params is not None else RecoveryStepParameters()
+        if not isinstance(self.params, RecoveryStepParameters):
+            raise ParameterError("params", self.params, "a RecoveryStepParameters")
+        self.robot = robot
+        self.limits = limits if limits is not None else StepLimits()
+        self.sole = robot.planner_sole()
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the filter and the standing time."""
+        self._dcm: Optional[np.ndarray] = None
+        self._dcm_t: Optional[float] = None
+        self._stand_since: Optional[float] = None
+        self._recovering = False  # the walk in progress is a recovery this stepper started
+        self._width = 0.0  # the stance width [m] of the recovery in progress
+        self.recoveries = 0
+        self.last: dict = {}  # the last decision's values (tracing)
+
+    @property
+    def recovering(self) -> bool:
+        """Whether the walk observed last is a recovery walk this stepper started."""
+        return self._recovering
+
+    def timing(self) -> GaitTiming:
+        """The recovery walk's gait timing."""
+        p = self.params
+        return GaitTiming(sway_duration=p.sway_duration, double_support_duration=p.double_support_duration,
+                          catch_duration=p.catch_duration)
+
+    @property
+    def step_duration(self) -> float:
+        """Duration [s] of a recovery step: single + double support, at least the limits' ``min_duration``."""
+        p = self.params
+        return max(p.single_support_duration + p.double_support_duration, self.limits.min_duration)
+
+    def observe(self, t: float, timeline: Timeline, sample: SensorSample) -> Optional[tuple]:
+        """One sample at plan time ``t`` [s] of ``timeline``. While it stands: the recovery steps (1 or 2
+        :class:`Step`, numbered from 1, from the standing feet of ``t``) when the DCM has left the support
+        polygon; during the recovery walk it started: its steps, those not landed moved, when the DCM needs
+        them elsewhere; else None (another walk: None, and the standing time restarts)."""
+        walking = timeline.walking_at(t)
+        if walking and not self._recovering:
+            self.other_walk()
+            return None
+        if walking:
+            return self._update(t, timeline, sample)
+        self._recovering = False
+        if self._stand_since is None:
+            self._stand_since = t
+        phase = timeline.phase_at(t)
+        measured = self._measure(t, phase, sample)
+        if measured is None or t - self._stand_since < self.params.min_stand_time:
+            return None
+        xi, omega = measured
+        left, right = phase.left, phase.right
+        offset = outside_offset(xi, support_hull((left, right), self.sole))
+        outside = float(np.linalg.norm(offset))
+        heading = _heading(left, right)
+        sideways = abs(-math.sin(heading) * offset[0] + math.cos(heading) * offset[1])
+        forward = abs(math.cos(heading) * offset[0] + math.sin(heading) * offset[1])
+        trigger = (self.params.lateral_trigger_distance if sideways > forward
+                   else self.params.trigger_distance)
+        if outside <= trigger:
+            return None
+        steps = self.capture_steps(xi, omega, left, right)
+        self.last = {"t": t, "dcm": xi.tolist(), "outside": outside,
+                     "steps": [(s.foot.name, s.position[0], s.position[1]) for s in steps]}
+        self.recoveries += 1
+        self._stand_since = None  # one decision per Stand
+        self._recovering = True
+        return steps
+
+    def other_walk(self) -> None:
+        """A walk that is not a recovery walk is in progress: no decision; the standing time restarts."""
+        self._stand_since = None
+        self._dcm = None
+        self._recovering = False
+
+    def _measure(self, t: float, phase, sample: SensorSample) -> Optional[tuple]:
+        """(filtered DCM (x, y) [m], omega [1/s]) of the sample, or None."""
+        raw = measure_dcm(self.robot, phase, sample)
+        if raw is None:
+            return None
+        xi, omega = raw
+        tau = self.params.filter_time
+        if self._dcm is None or tau <= 0.0 or self._dcm_t is None:
+            self._dcm = xi
+        else:
+            self._dcm = self._dcm + (xi - self._dcm) * min(1.0, max(0.0, t - self._dcm_t) / tau)
+        self._dcm_t = t
+        return self._dcm.copy(), omega
+
+    def _update(self, t: float, timeline: Timeline, sample: SensorSample) -> Optional[tuple]:
+        """During the recovery walk: its steps with those not landed moved (module docstring), or None."""
+        p = self.params
+        phase = timeline.phase_at(t)
+        measured = self._measure(t, phase, sample)
+        if measured is None or p.update_distance <= 0.0:
+            return None
+        xi, omega = measured
+        steps = list(timeline.steps)
+        if phase.kind is PhaseKind.SINGLE:
+            k = next(n for n, st in enumerate(steps) if st.step_index == phase.step_index)
+            remaining = phase.t_end - t
+        elif phase.kind in (PhaseKind.SWAY, PhaseKind.DOUBLE):
+            later = [n for n, st in enumerate(steps) if st.step_index > phase.step_index]
+            if not later:
+                return None
+            k = later[0]
+            remaining = phase.t_end - t + steps[k].duration - timeline.timing.double_support_duration
+        else:
+            return None
+        if remaining < p.min_time_to_touchdown:
+            return None
+        stance = phase.foot(steps[k].foot.other)
+        moved = self._plan(xi, omega, remaining, stance, steps[k:], timeline.timing.double_support_duration)
+        shift = max(math.dist(a.position[:2], b.position[:2]) for a, b in zip(moved, steps[k:]))
+        if shift <= p.update_distance:
+            return None
+        self.last = {"t": t, "dcm": xi.tolist(), "moved": shift,
+                     "steps": [(s.foot.name, s.position[0], s.position[1]) for s in moved]}
+        return tuple(steps[:k]) + moved
+
+    def capture_steps(self, xi: np.ndarray, omega: float, left: FootPose, right: FootPose) -> tuple:
+        """The recovery steps for the DCM ``xi`` (x, y) [m] standing on ``left`` and ``right`` (module
+        docstring, 3 and 4)."""
+        p = self.params
+        middle = 0.5 * (np.asarray(left.position[:2]) + np.asarray(right.position[:2]))
+        frame = FootPose((float(middle[0]), float(middle[1]), 0.0), _heading(left, right))
+        lateral = relative_offset(frame, (float(xi[0]), float(xi[1]), 0.0))[1]
+        swing = Foot.LEFT if lateral >= 0.0 else Foot.RIGHT
+        feet = {Foot.LEFT: left, Foot.RIGHT: right}
+        stance = feet[swing.other]
+        self._width = abs(relative_offset(stance, feet[swing].position)[1])
+        duration = self.step_duration
+        template = [Step(1, swing, duration, feet[swing].position, feet[swing].yaw,
+                         swing_height=p.swing_height)]
+        if p.steps == 2:
+            template.append(Step(2, swing.other, duration, stance.position, stance.yaw,
+                                 swing_height=p.swing_height))
+        single = duration - p.double_support_duration
+        return self._plan(xi, omega, p.sway_duration + single, stance, template, p.double_support_duration)
+
+    def _plan(self, xi: np.ndarray, omega: float, remaining: float, stance: FootPose, steps: Sequence[Step],
+              double_support: float) -> tuple:
+        """``steps`` placed in turn, the first from the sole ``stance`` landing in ``remaining`` [s], each
+        where the DCM will be at its touchdown with the ZMP on its stance sole's point nearest the DCM (never
+        narrower than the recovery's stance width), within the step limits."""
+        placed = []
+        time = remaining
+        for step in steps:
+            z = _clamp_to_sole(xi, stance, self.sole)
+            outside = float(np.linalg.norm(xi - z)) > 1e-9
+            xi = z + (xi - z) * math.exp(omega * time) if outside else xi
+            x, y, _ = relative_offset(stance, (float(xi[0]), float(xi[1]), stance.position[2]))
+            side = 1.0 if step.foot is Foot.LEFT else -1.0
+            y = side * max(side * y, self._width)
+            if not outside:
+                x = 0.0  # the DCM is held by the stance sole: the foot comes beside it
+            c, s = math.cos(stance.yaw), math.sin(stance.yaw)
+            position = (stance.position[0] + c * x - s * y, stance.position[1] + s * x + c * y,
+                        step.position[2])
+            landed = saturate_step(step.replace(position=position, yaw=stance.yaw), stance, self.limits)[0]
+            placed.append(landed)
+            stance = FootPose.of_step(landed)
+            time = step.duration - double_support
+        return tuple(placed)
+
+
+__all__ = ["RecoveryStepParameters", "RecoveryStepper", "distance_outside", "outside_offset", "support_hull"]
