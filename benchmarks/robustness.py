@@ -23,6 +23,11 @@ their 6-step walk).
 ``--step-adjustment``: every row with the stabilizer on, step adjustment from the measured DCM
 (:mod:`walk_mpc.core.control.step_adjustment`, its default parameters) off vs on.
 
+``--recovery-step``: the standing push rows again with standing recovery steps from the measured DCM
+(:mod:`walk_mpc.core.control.recovery_step`, its default parameters) in both columns ("..., recovery step"):
+standing without and with the recovery step in one table. ``--directions`` selects push directions (e.g.
+``forward,left``: one row at a time).
+
 ``--estimated``: the samples carry no base pose (``base_estimate_valid`` false): the controllers estimate
 the state from the IMU and the legs (the simulator's truth only scores). ``--sections`` selects rows.
 Prints a table; ``test/test_robustness.py`` checks a few-second subset.
@@ -43,6 +48,7 @@ import numpy as np
 
 from walk_mpc.core.body.robot import RobotModel, yaw_of
 from walk_mpc.core.control.closed_loop import ClosedLoopParameters, ClosedLoopWalk, WalkOutcome
+from walk_mpc.core.control.recovery_step import RecoveryStepParameters
 from walk_mpc.core.control.stabilizer import StabilizerParameters
 from walk_mpc.core.control.step_adjustment import StepAdjustmentParameters
 from walk_mpc.core.sim.kinematic import KinematicSim
@@ -88,16 +94,17 @@ def timeline_of(robot: RobotModel, gait: Gait, known: Optional[Terrain] = None) 
 
 ESTIMATED = False  # the samples without base pose (--estimated)
 ADJUST: dict = {}  # step adjustment parameters of the runs with it (besides enabled)
+RECOVERY: dict = {}  # recovery step parameters of the runs with it (besides enabled)
 
 
 def run_walk(robot: RobotModel, stabilizer: bool, gait: Gait = Gait(), terrain: Optional[Terrain] = None,
              push: Optional[tuple] = None, kp: float = LEG_KP, settle: float = 0.5,
              duration: Optional[float] = None, adjust: bool = False, known: bool = False,
-             trace: Optional[list] = None) -> WalkOutcome:
+             trace: Optional[list] = None, recover: bool = False) -> WalkOutcome:
     """One closed-loop walk on MuJoCo; ``push`` = (start time [s], force [N] (3,)) for PUSH_DURATION; with
     :data:`ESTIMATED` the samples have no base pose; ``known``: the plan takes the terrain's heights (known
     terrain, StepData z; else unseen); ``adjust``: step adjustment from the measured DCM
-    (``trace``: a list the adjuster's decisions are appended to)."""
+    (``trace``: a list the adjuster's decisions are appended to); ``recover``: standing recovery steps."""
     physics = MujocoSim.Parameters(gain_patterns=("leg_",), gain_kp=(kp,), gain_kd=(kp / 100.0,))
     params = KinematicSim.Parameters()
     sim = (TerrainMujocoSim(terrain, params, physics, robot=robot) if terrain is not None
@@ -108,8 +115,9 @@ def run_walk(robot: RobotModel, stabilizer: bool, gait: Gait = Gait(), terrain: 
     timeline = timeline_of(robot, gait, terrain if known else None)
     options = {"whole_body": {"stabilizer": StabilizerParameters(enabled=stabilizer)}}
     adjustment = StepAdjustmentParameters(enabled=True, **ADJUST) if adjust else None
+    recovery = RecoveryStepParameters(enabled=True, **RECOVERY) if recover else None
     loop = ClosedLoopWalk(robot, sim, timeline, params=ClosedLoopParameters(settle_time=settle),
-                          stage_options=options, step_adjustment=adjustment)
+                          stage_options=options, step_adjustment=adjustment, recovery_step=recovery)
     until = duration if duration is not None else timeline.t_end + settle
     start = time.perf_counter()
     pushing = False
@@ -123,6 +131,8 @@ def run_walk(robot: RobotModel, stabilizer: bool, gait: Gait = Gait(), terrain: 
         loop.step()
         if trace is not None and loop.adjuster is not None and loop.adjuster.last:
             trace.append(dict(loop.adjuster.last, plan=loop.plan.plan_id))
+        if trace is not None and loop.recovery is not None and loop.recovery.last:
+            trace.append(dict(loop.recovery.last, plan=loop.plan.plan_id))
     deadline = sim.time + loop.params.settle_wait  # a late fall: watched until the robot has settled
     while not loop.fallen and not loop.settled() and sim.time < deadline - 1e-9:
         loop.step()
@@ -151,8 +161,10 @@ def push_directions(robot: RobotModel, gait: Gait, walking: bool) -> dict:
 
 
 def largest_push(robot: RobotModel, stabilizer: bool, walking: bool, direction: tuple,
-                 high: float = 100.0, iterations: int = 5, adjust: bool = False) -> float:
-    """Largest impulse [N s] survived (bisection between 0 and ``high``, ``iterations`` halvings)."""
+                 high: float = 100.0, iterations: int = 5, adjust: bool = False,
+                 recover: bool = False) -> float:
+    """Largest impulse [N s] survived (bisection between 0 and ``high``, ``iterations`` halvings;
+    ``recover``: with standing recovery steps)."""
     gait = Gait(steps=6) if walking else Gait(steps=0)
     t0, unit = direction
     low = 0.0
@@ -160,7 +172,8 @@ def largest_push(robot: RobotModel, stabilizer: bool, walking: bool, direction: 
         middle = 0.5 * (low + high)
         force = middle / PUSH_DURATION * np.array([unit[0], unit[1], 0.0])
         duration = (timeline_of(robot, gait).t_end + PUSH_SETTLE) if walking else t0 + 3.0
-        if walked(run_walk(robot, stabilizer, gait, push=(t0, force), duration=duration, adjust=adjust)):
+        if walked(run_walk(robot, stabilizer, gait, push=(t0, force), duration=duration, adjust=adjust,
+                           recover=recover)):
             low = middle
         else:
             high = middle
@@ -222,6 +235,11 @@ def main(argv=None) -> None:
     parser.add_argument("--estimated", action="store_true", help="samples without base pose (IMU + legs)")
     parser.add_argument("--step-adjustment", action="store_true",
                         help="the stabilizer on, step adjustment off vs on")
+    parser.add_argument("--recovery-step", action="store_true",
+                        help="the standing push rows again with standing recovery steps")
+    parser.add_argument("--directions", default="",
+                        help="comma-separated push directions (forward, backward, outward, ...)")
+    parser.add_argument("--standing-only", action="store_true", help="only the standing push rows")
     args = parser.parse_args(argv)
     global ESTIMATED
     ESTIMATED = args.estimated
@@ -237,13 +255,18 @@ def main(argv=None) -> None:
     # (stabilizer, step adjustment) of the two columns
     columns = ((True, False), (True, True)) if args.step_adjustment else ((False, False), (True, False))
     if "pushes" in sections:
-        for walking in (True, False):
+        wanted = set(args.directions.split(",")) if args.directions else None
+        for walking in ((False,) if args.standing_only else (True, False)):
             gait = Gait(steps=6) if walking else Gait(steps=0)
-            for name, direction in push_directions(robot, gait, walking).items():
-                values = [largest_push(robot, on, walking, direction, iterations=args.iterations,
-                                       adjust=adjust) for on, adjust in columns]
-                row(f"push {'walking' if walking else 'standing'} {name} [N s]", f"{values[0]:.1f}",
-                    f"{values[1]:.1f}")
+            for recover in (False, True) if args.recovery_step and not walking else (False,):
+                for name, direction in push_directions(robot, gait, walking).items():
+                    if wanted is not None and name not in wanted:
+                        continue
+                    values = [largest_push(robot, on, walking, direction, iterations=args.iterations,
+                                           adjust=adjust, recover=recover) for on, adjust in columns]
+                    what = f"push {'walking' if walking else 'standing'} {name}"
+                    row(f"{what}{', recovery step' if recover else ''} [N s]", f"{values[0]:.1f}",
+                        f"{values[1]:.1f}")
     walk = Gait(steps=args.steps)
     if "terrain" in sections:
         for height in (0.01, 0.02, 0.03):
