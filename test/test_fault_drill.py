@@ -196,7 +196,23 @@ def test_a_dead_ik_s_last_command_puts_the_swing_foot_down_with_the_landing_tail
 #: landed feet, the stage moved a foot measured 2 mm from the posture's by a settling step with a 3 cm arc,
 #: lifting it while the robot still rocked from the stop's landing (the landed feet now join where they are
 #: measured on the ground).
-USED_TO_FALL = [("ik", 1.6), ("mpc_planner", 1.4), ("mpc_planner", 1.6), ("mpc_planner", 2.3)]
+#: With the graph's ik timeouts (reference_timeout 0.5 s), the planner killed in step 1's or 2's double
+#: support: the walk froze 0.5 s before the safe stop and Talos tipped over during it (the stop now starts
+#: safe_stop_timeout, 0.1 s, after the references stop).
+USED_TO_FALL = [("ik", 1.6), ("mpc_planner", 1.4), ("mpc_planner", 1.6), ("mpc_planner", 2.3),
+                ("mpc_planner", 1.2), ("mpc_planner", 2.1)]
+
+
+def test_the_drill_runs_the_graph_s_ik_timeouts():
+    """DrillGraph's whole-body stage waits for references as the graph's ik does (config/walk_mpc.yaml)."""
+    from pathlib import Path
+
+    from walk_mpc.core.control.fault_drill import GRAPH_WHOLE_BODY
+    from walk_mpc.core.params import load_yaml, node_section
+
+    ik = node_section(load_yaml(Path(__file__).parents[1] / "config" / "walk_mpc.yaml"), "ik")
+    assert (GRAPH_WHOLE_BODY.reference_timeout, GRAPH_WHOLE_BODY.safe_stop_timeout) == (
+        ik["reference_timeout"], ik["safe_stop_timeout"])
 
 
 @pytest.mark.parametrize("node, kill_at", USED_TO_FALL)

@@ -11,6 +11,7 @@ restarted ik failed on every tick.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -21,7 +22,8 @@ from walk_mpc.core.body.robot import RobotModel, yaw_of
 from walk_mpc.core.control.closed_loop import ORIGIN_NS, ClosedLoopWalk
 from walk_mpc.core.control.planner_stage import PlannerStage, PlannerTick
 from walk_mpc.core.control.types import NS_PER_S, JointCommand, PlannerStatus, WalkPlan, WholeBodyStatus
-from walk_mpc.core.control.whole_body_stage import WholeBodyStage
+from walk_mpc.core.control.whole_body_stage import WholeBodyStage, WholeBodyStageParameters
+from walk_mpc.core.errors import ParameterError
 from walk_mpc.core.sim.backend import GRAVITY, JointTrajectoryCommand
 from walk_mpc.core.sim.kinematic import CORNERS, FEET, KinematicSim
 from walk_mpc.core.walk import footsteps
@@ -256,6 +258,30 @@ def walks_again(loop: Loop, restart_time: float) -> None:
         assert len(loop.touchdowns(step.foot, start)) == 1  # one lift-off and one touchdown per step
     assert not loop.sim.state.fallen
     assert_standing_safely(loop)
+
+
+def test_the_safe_stop_starts_safe_stop_timeout_after_the_last_reference_not_reference_timeout(talos, walk):
+    """The graph's ik waits reference_timeout (0.5 s) for references before ticking on the samples; during a
+    walk the robot executes the last command, frozen, until the safe stop: on MuJoCo, 0.5 s of it tipped
+    Talos over in 5 of 9 kills of the planner mid-walk. The safe stop starts after safe_stop_timeout."""
+    loop = Loop(talos, walk)
+    params = dataclasses.replace(loop.whole_body.params, reference_timeout=0.5, safe_stop_timeout=0.1)
+    loop.whole_body = loop.walk.whole_body = WholeBodyStage(talos, params)
+    loop.whole_body.set_plan(loop.walk.plan)
+    phase = phase_of_step_2(walk, PhaseKind.SINGLE)
+    loop.run_until(phase.t_start + 0.15)
+    last_reference = max(t for t, c in loop.commands if c.source == "reference")
+    loop.planner_alive = False
+    loop.run_until(loop.time + 1.0)
+    stops = [t for t, c in loop.commands if c.status == SAFE_STOP]
+    assert stops and 0.1 - 1e-6 <= stops[0] - last_reference <= 0.1 + 0.02 + 1e-6, stops[0] - last_reference
+    assert "no CoM reference for 0.1 s" in next(c for _, c in loop.commands if c.status == SAFE_STOP).reason
+    assert all(c.status in (OK, SAFE_STOP) for _, c in loop.commands)  # no hold before it
+
+
+def test_safe_stop_timeout_is_at_most_reference_timeout():
+    with pytest.raises(ParameterError, match="safe_stop_timeout.*reference_timeout"):
+        WholeBodyStageParameters(reference_timeout=0.2, safe_stop_timeout=0.3)
 
 
 @pytest.mark.parametrize("restarted", ["planner", "both stages"])

@@ -121,6 +121,8 @@ class IKNodeParameters:
         joint_names: Joints of the commands, in order (empty = every actuated joint in model order).
         control_period: Control period T [s] (trajectory times of holds and sensor-driven ticks).
         reference_timeout: Sensor time without ComReference after which SensorState drives the ticks [s].
+        safe_stop_timeout: Sensor time without ComReference during a walk after which the safe stop starts
+            [s] (at most ``reference_timeout``; see :class:`WholeBodyStageParameters`).
         sensor_timeout: Two consecutive SensorState stamps further apart [s] are an outage.
         publish_joint_states: Whether to publish ``joint_states``.
         support_correction_enabled: Walk on the support-corrected timeline (as the mpc_planner).
@@ -153,6 +155,7 @@ class IKNodeParameters:
     joint_names: tuple[str, ...] = ()
     control_period: float = 0.02
     reference_timeout: float = 0.1
+    safe_stop_timeout: float = 0.1
     sensor_timeout: float = 0.25
     publish_joint_states: bool = True
     support_correction_enabled: bool = True
@@ -203,6 +206,7 @@ class IKNodeParameters:
         return WholeBodyStageParameters(
             solver=self.solver, gesture=self.gesture, joint_names=self.joint_names,
             control_period=self.control_period, reference_timeout=self.reference_timeout,
+            safe_stop_timeout=self.safe_stop_timeout,
             sensor_timeout=self.sensor_timeout, support_correction=self.support_correction,
             solve_ahead=self.solve_ahead, contact_force_threshold=self.contact_force_threshold,
             contact_prefixes=self.contact_prefixes, stamps=self.stamps,

@@ -44,6 +44,10 @@ ORIGIN_NS = 1_000 * NS_PER_S
 
 NODES = ("walk_behavior", "mpc_planner", "ik")
 
+#: The whole-body stage's timeouts of the graph's ik (config/walk_mpc.yaml): references are waited for
+#: 0.5 s before the samples drive the ticks, a walk's safe stop starts 0.1 s after its references stop.
+GRAPH_WHOLE_BODY = WholeBodyStageParameters(reference_timeout=0.5, safe_stop_timeout=0.1)
+
 #: The error code of a walk whose node died (walk_behavior: the client's own timeout, no result).
 DEATH_CODES = {"ik": WalkErrorCode.IK_FAILURE, "mpc_planner": WalkErrorCode.PLANNER_FAILURE}
 
@@ -56,7 +60,7 @@ class DrillGraph:
         sim: The backend, at its start pose.
         planner: Planner stage parameters (default: :func:`default_planner_parameters` of the backend's
             posture, the in-process loop's).
-        whole_body: Whole-body stage parameters (default: the defaults).
+        whole_body: Whole-body stage parameters (default: :data:`GRAPH_WHOLE_BODY`, the graph's timeouts).
         supervisor: Supervisor parameters (default: sensor timeout 0.25 s, watching mpc_planner and ik).
         falls: Fall criteria (default: the in-process loop's).
     """
@@ -72,7 +76,7 @@ class DrillGraph:
             planner = PlannerStageParameters(planner=default_planner_parameters(robot, q, 0.02),
                                              hardware_period=sim.hardware_period)
         self.planner_params = planner
-        self.whole_body_params = whole_body if whole_body is not None else WholeBodyStageParameters()
+        self.whole_body_params = whole_body if whole_body is not None else GRAPH_WHOLE_BODY
         self.supervisor_params = supervisor if supervisor is not None else WalkSupervisorParameters(
             sensor_timeout=0.25, watch_links=("mpc_planner", "ik"))
         self.period_ns = round(sim.hardware_period * NS_PER_S)
@@ -328,5 +332,5 @@ def drill(graph: DrillGraph, node: str, kill_at: Optional[float], steps: int = 4
     return row
 
 
-__all__ = ["DEATH_CODES", "NODES", "ORIGIN_NS", "DrillGraph", "DrillRow", "drill", "lateral_width",
-           "phase_name"]
+__all__ = ["DEATH_CODES", "GRAPH_WHOLE_BODY", "NODES", "ORIGIN_NS", "DrillGraph", "DrillRow", "drill",
+           "lateral_width", "phase_name"]
