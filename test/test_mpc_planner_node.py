@@ -427,7 +427,9 @@ def test_planner_failures_are_reported_in_the_timing_status_and_the_node_goes_on
 
     node = planner_node()
     statuses = []
-    node._publish_timing = lambda now, status, solve_time, start: statuses.append(status)
+    reasons = []
+    node._publish_timing = lambda now, status, solve_time, start, reason="": (statuses.append(status),
+                                                                              reasons.append(reason))
     step = node.planner.step
     outcomes = iter([None, PlanStatus.INFEASIBLE, PlanStatus.FAILED, "raise", None])
 
@@ -444,6 +446,10 @@ def test_planner_failures_are_reported_in_the_timing_status_and_the_node_goes_on
     m = mpc_planner
     assert statuses == [m.STATUS_OK, m.STATUS_INFEASIBLE, m.STATUS_SOLVER_FAILED, m.STATUS_PLANNER_ERROR,
                         m.STATUS_OK]
+    # each failure says what failed (TickTiming.reason, read by the walk_behavior), a nominal tick nothing
+    assert reasons[0] == reasons[4] == ""
+    assert "MPC infeasible" in reasons[1] and "MPC" in reasons[2]
+    assert "a planner that works" in reasons[3]
     assert node.ticks == 4
 
 

@@ -208,18 +208,21 @@ def test_a_serialized_joint_trajectory_reads_as_its_message():
     assert read_joint_trajectory(b"\x00\x01\x00\x00" + b"\xff" * 7) is None
 
 
-def test_a_serialized_tick_timing_reads_as_its_stamp_and_status():
+def test_a_serialized_tick_timing_reads_as_its_stamp_status_and_reason():
     from rclpy.serialization import serialize_message
 
     from walk_mpc.msg import TickTiming
-    from walk_mpc.nodes.sensor_cdr import read_tick_timing
+    from walk_mpc.nodes.sensor_cdr import read_tick_timing, tick_timing_input
 
     rng = random.Random(5)
     for _ in range(200):
         msg = TickTiming(component="c" * rng.randrange(0, 7), solve_time=rng.random(), tick_time=rng.random(),
-                         status=rng.randrange(0, 2**32), trigger="/t" * rng.randrange(0, 5))
+                         status=rng.randrange(0, 2**32), trigger="/t" * rng.randrange(0, 5),
+                         reason=rng.choice(["", "walk plan 3 refused: left sole 7.0 cm away", "é" * 3]))
         msg.header.stamp.sec, msg.header.stamp.nanosec = rng.randrange(0, 2**31), rng.randrange(0, 10**9)
         msg.header.frame_id = "f" * rng.randrange(0, 5)
         stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-        assert read_tick_timing(serialize_message(msg)) == (stamp, msg.status)
+        data = serialize_message(msg)
+        assert read_tick_timing(data) == (stamp, msg.status, msg.reason)
+        assert tick_timing_input(data) == tick_timing_input(msg) == (stamp, msg.status, msg.reason)
     assert read_tick_timing(b"\x00\x01\x00\x00" + b"\xff" * 7) is None

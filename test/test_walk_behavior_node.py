@@ -434,7 +434,7 @@ def test_failure_reported_by_the_graph_aborts_the_walk(standing, walk_node, goal
         for data in ([1.0], [0.0, 1000.0, 0.0], [0.5, 1050.0, 0.0], [40.0, 1100.0, 0.036]):
             standing.deadline_pub.publish(standing.Float64MultiArray(data=data))
     else:
-        timing = standing.TickTiming(component=source, status=3)
+        timing = standing.TickTiming(component=source, status=3, reason="what failed, in its words")
         (standing.mpc_pub if source == "mpc" else standing.ik_pub).publish(timing)
     status, result = goal.outcome(walk_node)
     assert status == goal_status.STATUS_ABORTED
@@ -456,6 +456,7 @@ def test_failure_reported_by_the_graph_aborts_the_walk(standing, walk_node, goal
     else:
         name = "mpc_planner reported PLANNER_ERROR" if source == "mpc" else "ik reported TARGETS_ERROR"
         assert name in result.error_msg, result.error_msg  # the component and the cause, not a bare number
+        assert "what failed, in its words" in result.error_msg  # TickTiming.reason
 
 
 def test_sensor_stream_stopping_aborts_with_sensor_timeout(standing, walk_node, stream, goal_status):

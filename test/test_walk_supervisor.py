@@ -137,6 +137,21 @@ def test_failure_reports_name_the_component_and_the_cause(sample):
     assert result.error_code == WalkErrorCode.IK_FAILURE and "ik reported IK_FAILED" in result.error_msg
 
 
+def test_a_plan_the_ik_refuses_ends_the_walk_saying_why(sample):
+    from walk_mpc.core.control.types import WholeBodyStatus
+
+    supervisor = make(watch_links=("ik",))
+    ns, _ = run(supervisor, sample, 100 * NS, 5, report=("ik",))
+    assert supervisor.submit_goal(b"g", steps(), True, ns)[0].accepted
+    why = "walk plan 3 refused at t = 0.020 s: left sole 7.0 cm from where the robot stands"
+    supervisor.report("ik", int(WholeBodyStatus.PLAN_REFUSED), ns, why, steady_ns=ns)
+    ns, outputs = run(supervisor, sample, ns, 300, report=("ik",))
+    (result,) = [r for o in outputs for r in o.results]
+    assert result.error_code == WalkErrorCode.IK_FAILURE
+    assert result.error_msg.startswith(f"ik refused the plan: {why}"), result.error_msg
+    assert "PLAN_REFUSED" in result.error_msg and " 6 " not in result.error_msg
+
+
 def test_parameters_refuse_unknown_links():
     with pytest.raises(ParameterError, match="watch_links"):
         WalkSupervisorParameters(watch_links=("planner",))

@@ -31,9 +31,10 @@ returns. Topics (relative names, QoS reliable depth 10 unless said):
   - ``joint_states`` (``sensor_msgs/JointState``, if ``publish_joint_states``): the first point,
     stamped at the reference's stamp + T (the instant it is to be reached); only while something subscribes;
   - ``ik/timing`` (``TickTiming``): ``solve_time`` of both solutions, ``tick_time`` of the
-    callback, ``status`` (:data:`STATUS_OK` or one of the failure codes below), ``trigger`` (the resolved
+    callback, ``status`` (:data:`STATUS_OK` or one of the codes below), ``trigger`` (the resolved
     ``mpc/com_reference`` for a tick on a reference, ``sensor_state`` for one holding the posture without
-    references: a client can wait for the whole chain sensor -> planner -> ik before walking).
+    references: a client can wait for the whole chain sensor -> planner -> ik before walking), ``reason``
+    (why the status is not OK, in the stage's words: the walk_behavior ends the walk with it).
 
 Failures never publish a jump: a reference with NaN/inf or malformed arrays (:data:`STATUS_BAD_REFERENCE`),
 targets that cannot be built (:data:`STATUS_TARGETS_ERROR`), a solve that does not converge
@@ -99,6 +100,7 @@ STATUS_BAD_REFERENCE = int(WholeBodyStatus.BAD_REFERENCE)  # NaN/inf or malforme
 STATUS_TARGETS_ERROR = int(WholeBodyStatus.TARGETS_ERROR)  # targets could not be built: last command held
 STATUS_REFERENCE_STALE = int(WholeBodyStatus.REFERENCE_STALE)  # walking, no ComReference: last command held
 STATUS_SAFE_STOP = int(WholeBodyStatus.SAFE_STOP)  # references stopped mid-walk: the step lands, then stand
+STATUS_PLAN_REFUSED = int(WholeBodyStatus.PLAN_REFUSED)  # a walk plan off the feet: not walked, standing
 
 _TOPICS = ("plan_topic", "reference_topic", "reference_ahead_topic", "sensor_topic", "trajectory_topic",
            "commands_topic", "joint_states_topic", "timing_topic")
@@ -346,7 +348,7 @@ class IKNode(GraphNode):
         if state is not None and self._states_pub.get_subscription_count():
             self._states_pub.publish(state)
         timing = TickTiming(component="ik", solve_time=float(command.solve_time), status=int(command.status),
-                            trigger=self._triggers[command.source])
+                            trigger=self._triggers[command.source], reason=command.reason)
         timing.header.stamp = time_msg(command.stamp_ns)
         timing.tick_time = time.perf_counter() - start
         self._timing_pub.publish(timing)

@@ -24,7 +24,8 @@ module docstring has them in full). Topics (relative names, QoS reliable depth 1
 * publishes, each tick, ``mpc/com_reference`` (``ComReference``: ``header.stamp`` = the sample's stamp,
   ``plan_id`` (0 before any plan), ``time_from_stamp`` = [T, 2T], CoM position and velocity, ZMP; the very
   message announced ahead when the tick used that solve) and ``mpc/timing`` (``TickTiming``, component
-  ``"mpc"``: ``solve_time``, ``tick_time`` of the callback, ``status``: STATUS_* below); every
+  ``"mpc"``: ``solve_time``, ``tick_time`` of the callback, ``status``: STATUS_* below, ``reason``: why
+  it is not OK); every
   ``publish_preview_every`` ticks, ``PREVIEW_DELAY`` of wall time later (off the reference's critical path),
   ``mpc/com_path`` and ``mpc/zmp_path`` (``nav_msgs/Path`` of the predicted CoM and ZMP) and
   ``mpc/markers`` (footsteps, support region, CoM and ZMP targets: :mod:`walk_mpc.nodes.planner_visuals`),
@@ -279,7 +280,8 @@ class MpcPlannerNode(GraphNode):
             ahead, self._ahead = self._ahead, None
             self._reference_pub.publish(ahead[1] if ahead is not None and ahead[0] is tick.reference
                                         else self._reference_msg(now, tick.reference))
-        self._publish_timing(now, int(tick.status), 0.0 if out is None else out.plan.solve_time, start)
+        self._publish_timing(now, int(tick.status), 0.0 if out is None else out.plan.solve_time, start,
+                             tick.reason)
         if out is None:
             return
         self._on_preview_timer()  # a preview still waiting (the timer did not fire before this tick)
@@ -294,9 +296,10 @@ class MpcPlannerNode(GraphNode):
         return com_reference_cdr(stamp_ns, self.params.frame_id, reference.plan_id, reference.times,
                                  reference.com_position, reference.com_velocity, reference.zmp)
 
-    def _publish_timing(self, now: int, status: int, solve_time: float, start: float) -> None:
+    def _publish_timing(self, now: int, status: int, solve_time: float, start: float,
+                        reason: str = "") -> None:
         timing = TickTiming(component="mpc", solve_time=float(solve_time), status=int(status),
-                            trigger=self._sensor_sub.topic_name)
+                            trigger=self._sensor_sub.topic_name, reason=reason)
         timing.header.stamp = time_msg(now)
         timing.header.frame_id = self.params.frame_id
         timing.tick_time = time.perf_counter() - start

@@ -407,7 +407,7 @@ def read_joint_trajectory(data: bytes) -> Optional[TrajectoryFields]:
     return _read(data, TrajectoryFields)
 
 
-def _stamp_and_status(cursor: _Cursor) -> Tuple[int, int]:
+def _tick_timing(cursor: _Cursor) -> Tuple[int, int, str]:
     sec, nanosec = cursor.stamp()
     cursor.string()  # frame_id
     cursor.string()  # component
@@ -415,18 +415,19 @@ def _stamp_and_status(cursor: _Cursor) -> Tuple[int, int]:
     cursor.pos += 16  # solve_time, tick_time
     status = cursor.u32()
     cursor.string()  # trigger
-    return sec * 1_000_000_000 + nanosec, status
+    reason = cursor.string()
+    return sec * 1_000_000_000 + nanosec, status, reason
 
 
-def read_tick_timing(data: bytes) -> Optional[Tuple[int, int]]:
-    """The stamp [ns] and status of a serialized ``TickTiming``, or None when the bytes must go through
-    rclpy."""
-    return _read(data, _stamp_and_status)
+def read_tick_timing(data: bytes) -> Optional[Tuple[int, int, str]]:
+    """The stamp [ns], status and reason of a serialized ``TickTiming``, or None when the bytes must go
+    through rclpy."""
+    return _read(data, _tick_timing)
 
 
-def tick_timing_input(msg) -> Tuple[int, int]:
-    """The stamp [ns] and status of a ``TickTiming`` subscription's message: serialized bytes (a ``raw``
-    subscription, read here, or through rclpy when they must be) or a message object.
+def tick_timing_input(msg) -> Tuple[int, int, str]:
+    """The stamp [ns], status and reason of a ``TickTiming`` subscription's message: serialized bytes (a
+    ``raw`` subscription, read here, or through rclpy when they must be) or a message object.
 
     Raises:
         InputError: Bytes that are no TickTiming.
@@ -440,7 +441,7 @@ def tick_timing_input(msg) -> Tuple[int, int]:
         msg = deserialized(msg, TickTiming)
     from walk_mpc.nodes.conversions import stamp_ns
 
-    return stamp_ns(msg.header.stamp), int(msg.status)
+    return stamp_ns(msg.header.stamp), int(msg.status), str(msg.reason)
 
 
 def sensor_input(msg, reader: SensorStateReader) -> Tuple[int, SensorSample]:

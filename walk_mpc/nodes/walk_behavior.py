@@ -611,8 +611,8 @@ class WalkBehaviorNode(GraphNode):
         steady = self._steady_ns()
 
         def report() -> SupervisorOutput:
-            now, status = tick_timing_input(msg)
-            return self._supervisor.report(component, status, now, steady_ns=steady)
+            now, status, reason = tick_timing_input(msg)
+            return self._supervisor.report(component, status, now, reason, steady_ns=steady)
 
         self._guarded(f"{component} timing", report)
 

@@ -113,14 +113,15 @@ class DrillGraph:
         if output.plan is not None:
             self._deliver_plan(output.plan)
 
-    def _report(self, component: str, status, stamp: int) -> None:
+    def _report(self, component: str, status, stamp: int, reason: str = "") -> None:
         if self.alive["walk_behavior"]:
-            self._supervise(self.supervisor.report(component, int(status), stamp, steady_ns=self.stamp))
+            self._supervise(self.supervisor.report(component, int(status), stamp, reason,
+                                                   steady_ns=self.stamp))
 
     def _command(self, command) -> None:
         if command is None:
             return
-        self._report("ik", command.status, command.stamp_ns)
+        self._report("ik", command.status, command.stamp_ns, command.reason)
         if command.source == "reference" and command.status == WholeBodyStatus.OK:
             self.reference_ticks.append(command.stamp_ns)
         self.sim.set_trajectory(JointTrajectoryCommand(
@@ -143,7 +144,7 @@ class DrillGraph:
         if self.alive["mpc_planner"]:
             tick = self.planner.observe(self.stamp, sample)
             if tick.status is not None:
-                self._report("mpc_planner", tick.status, self.stamp)
+                self._report("mpc_planner", tick.status, self.stamp, tick.reason)
             if tick.reference is not None:
                 self._check_reach(tick.reference, state.q)
                 if self.alive["ik"]:

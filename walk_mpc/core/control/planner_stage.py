@@ -165,6 +165,7 @@ class PlannerTick:
         status: The tick's status; None when the sample is not a tick (or was rejected).
         output: The planner's output of the tick (None when ``reference`` is None).
         rejected: Why the sample was not used ("" when it was).
+        reason: Why the tick's status is not OK ("" when it is): what failed, in the stage's words.
     """
 
     ahead: Optional[CoMReference] = None
@@ -172,6 +173,7 @@ class PlannerTick:
     status: Optional[PlannerStatus] = None
     output: Optional[PlannerOutput] = None
     rejected: str = ""
+    reason: str = ""
 
     @property
     def ticked(self) -> bool:
@@ -408,8 +410,9 @@ class PlannerStage:
             out = self._step(now, sample)
         except Exception as exc:  # noqa: BLE001  (the planner refused its inputs, or a bug: report, live on)
             self._last_tick_ns = now
-            self._log.error(f"planner tick at {now / NS_PER_S:.3f} s failed: {exc!r}")
-            return PlannerTick(status=PlannerStatus.PLANNER_ERROR)
+            reason = f"planner tick at {now / NS_PER_S:.3f} s failed: {exc!r}"
+            self._log.error(reason)
+            return PlannerTick(status=PlannerStatus.PLANNER_ERROR, reason=reason)
         self._last_tick_ns = now
         ahead, self._ahead = self._ahead, None
         announced = ahead is not None and ahead[0] is out  # the solve announced ahead (checked then)
@@ -420,7 +423,8 @@ class PlannerStage:
             if self._out_of_reach_ticks == 1:  # the first of a series (and the recovery) is logged
                 self._log.error(f"no reference at t = {out.t:.3f} s: {far}; the planner restarts from the "
                                 "measured CoM")
-            return PlannerTick(status=PlannerStatus.REFERENCE_OUT_OF_REACH)
+            return PlannerTick(status=PlannerStatus.REFERENCE_OUT_OF_REACH,
+                               reason=f"no reference at t = {out.t:.3f} s: {far}")
         if self._out_of_reach_ticks:
             self._log.info(f"references within reach again at t = {out.t:.3f} s after "
                            f"{self._out_of_reach_ticks} ticks out of reach")
@@ -433,9 +437,11 @@ class PlannerStage:
         else:
             reference = self._reference(now, out)
         status = _STATUS_OF_PLAN.get(out.status, PlannerStatus.SOLVER_FAILED)
+        reason = ""
         if status is not PlannerStatus.OK:
-            self._log.warning(f"MPC {out.status.value} at t = {out.t:.3f} s: following the previous plan")
-        return PlannerTick(reference=reference, status=status, output=out)
+            reason = f"MPC {out.status.value} at t = {out.t:.3f} s: following the previous plan"
+            self._log.warning(reason)
+        return PlannerTick(reference=reference, status=status, output=out, reason=reason)
 
     def _step(self, now: int, sample: SensorSample) -> PlannerOutput:
         """Install, measure, correct, step: the planner's output of the tick at ``now``."""

@@ -94,6 +94,20 @@ from walk_mpc.core.walk.velocity import VelocityCommand, VelocityWalk, VelocityW
 #: Error code of a walk ended by each watchable component.
 LINK_ERRORS = {"mpc_planner": WalkErrorCode.PLANNER_FAILURE, "ik": WalkErrorCode.IK_FAILURE}
 
+#: What a component's failure status means, in words (the walk's result names the component and the cause,
+#: never a bare status number).
+STATUS_CAUSES = {
+    ("mpc_planner", PlannerStatus.INFEASIBLE): "no ZMP inside the support regions",
+    ("mpc_planner", PlannerStatus.SOLVER_FAILED): "the MPC's QP solver failed",
+    ("mpc_planner", PlannerStatus.PLANNER_ERROR): "the planner refused its inputs",
+    ("mpc_planner", PlannerStatus.REFERENCE_OUT_OF_REACH): "its CoM targets left the reach of the feet",
+    ("ik", WholeBodyStatus.IK_FAILED): "an IK solve did not converge, the last command is held",
+    ("ik", WholeBodyStatus.BAD_REFERENCE): "it rejected a CoM reference, the last command is held",
+    ("ik", WholeBodyStatus.TARGETS_ERROR): "its targets could not be built, the last command is held",
+    ("ik", WholeBodyStatus.REFERENCE_STALE): "no CoM reference came for the walk, the robot stands",
+    ("ik", WholeBodyStatus.PLAN_REFUSED): "the plan puts the feet where the robot does not stand, it stands",
+}
+
 #: Message of a Walk goal preempted by a velocity command.
 PREEMPTED_BY_CMD_VEL = "preempted by cmd_vel"
 
@@ -670,8 +684,13 @@ class WalkSupervisor:
             name = statuses(status).name
         except ValueError:
             name = f"unknown status {status}"
-        cause = f"{name} ({reason})" if reason else name
-        return self.abort(code, f"{component} reported {cause} at stamp {stamp_ns / NS_PER_S:.3f} s")
+        when = f"at stamp {stamp_ns / NS_PER_S:.3f} s"
+        if component == "ik" and status == WholeBodyStatus.PLAN_REFUSED:
+            return self.abort(code, f"ik refused the plan: {reason or STATUS_CAUSES[component, status]} "
+                              f"(ik reported {name} {when})")
+        cause = STATUS_CAUSES.get((component, status), "")
+        cause = ": ".join(text for text in (cause, reason) if text)
+        return self.abort(code, f"{component} reported {name}{': ' + cause if cause else ''} {when}")
 
     def _check_links_by_stamp(self, step_ns: int, results: list) -> None:
         """Sensor time the samples flowed without a report of each link (``step_ns`` since the previous

@@ -1064,14 +1064,15 @@ class WholeBodyStage:
             turn = abs(math.remainder(yaw_of(rotation) - target.yaw, 2.0 * math.pi))
             if (offset > self.params.max_plan_offset or abs(height) > GROUND_TOLERANCE
                     or turn > MAX_PLAN_YAW_OFFSET):
-                far.append(f"{foot.name.lower()} {offset:.3f} m away, {height:+.3f} m, {turn:.2f} rad")
+                far.append(f"{foot.name.lower()} sole {100.0 * offset:.1f} cm from where the robot stands "
+                           f"({100.0 * height:+.1f} cm high, turned {turn:.2f} rad)")
         if far:
             self._refused_plan = plan.plan_id
             self.refused_plans += 1
-            self._refusal = (f"walk plan {plan.plan_id} refused at t = {t:.3f} s: its soles are not where "
-                             f"the robot stands ({'; '.join(far)}; max_plan_offset "
-                             f"{self.params.max_plan_offset} m): standing where the feet are until a new "
-                             "plan")
+            self._refusal = (f"walk plan {plan.plan_id} refused at t = {t:.3f} s: {'; '.join(far)}; at most "
+                             f"{100.0 * self.params.max_plan_offset:.0f} cm (max_plan_offset), "
+                             f"{100.0 * GROUND_TOLERANCE:.0f} cm high, {MAX_PLAN_YAW_OFFSET} rad: the robot "
+                             "stands where it is until a new plan")
             self.log.error(self._refusal)
             return None
         return timeline
