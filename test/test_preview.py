@@ -295,3 +295,41 @@ def test_the_compiled_exact_solve_reads_the_packed_window_without_making_the_fie
     assert not {"angles", "lower", "upper", "zmp_ref"} & set(vars(preview))
     assert preview.zmp_ref.base is preview.packed  # on first read: views of the packed window
     assert {"angles", "lower", "upper", "zmp_ref"} <= set(vars(preview))
+
+
+def test_an_inward_offset_moves_each_single_stance_reference_toward_the_other_foot():
+    """``inward`` (PlannerParameters.zmp_inward_offset): in single support the reference is that far from the
+    stance sole's centre toward the other foot along the sole's y axis (turned feet too); double support
+    interpolates between those points; the windows stay bit-identical to sampling interval by interval, and
+    0 is the sole centre bit for bit."""
+    left, right = FootPose((0.0, 0.1, 0.0), 0.3), FootPose((0.0, -0.1, 0.0), 0.3)
+    steps = [Step(1, Foot.RIGHT, 0.8, (0.1, -0.1, 0.0), 0.3), Step(2, Foot.LEFT, 0.8, (0.2, 0.1, 0.0), 0.3)]
+    timeline = Timeline(left, right, steps, GaitTiming(0.6, 0.2, 0.6))
+    sole = SoleParameters(front=0.1, back=0.1, left=0.05, right=0.05)
+    plain = PreviewBuilder(timeline, sole, 0.02, 1)
+    shifted = PreviewBuilder(timeline, sole, 0.02, 1, inward=0.03)
+    inward_of = {Foot.LEFT: -1.0, Foot.RIGHT: 1.0}  # toward the other foot, along the sole's y axis
+    for phase in timeline.phases:
+        if phase.kind is not PhaseKind.SINGLE:
+            continue
+        t = 0.5 * (phase.t_start + phase.t_end)
+        stance = phase.swing_foot.other
+        yaw = phase.foot(stance).yaw
+        offset = 0.03 * inward_of[stance] * np.array([-math.sin(yaw), math.cos(yaw)])
+        expected = plain.build(t).zmp_ref[0] + offset
+        np.testing.assert_allclose(shifted.build(t).zmp_ref[0], expected, atol=1e-12)
+    for t in np.arange(-0.1, timeline.t_end + 0.5, 0.013):
+        preview = shifted.build(float(t))
+        for actual, reference in zip((preview.angles, preview.lower, preview.upper, preview.zmp_ref),
+                                     _reference_window(shifted, float(t))):
+            assert actual.tobytes() == reference.tobytes()
+        assert preview.violation(preview.zmp_ref).max() < 1e-12
+        zero = PreviewBuilder(timeline, sole, 0.02, 1, inward=0.0).build(float(t))
+        assert zero.zmp_ref.tobytes() == plain.build(float(t)).zmp_ref.tobytes()
+    with pytest.raises(InputError, match="inward"):
+        PreviewBuilder(timeline, sole, 0.02, 1, inward=0.05)
+    from walk_mpc.core.mpc.planner import PlannerParameters
+
+    with pytest.raises(ParameterError, match="zmp_inward_offset"):
+        PlannerParameters(zmp_inward_offset=0.06)
+    assert PlannerParameters().zmp_inward_offset == 0.0

@@ -25,7 +25,10 @@ structure never changes; rotated feet and turning walks are handled by ``angle``
     (Its angle is normalised modulo 90 degrees towards the mean yaw.)
 * ZMP reference: stance sole centre in single support; in DOUBLE a linear interpolation from the
   previous stance sole centre to the next one (to the midpoint after the last step); SWAY from the
-  midpoint to the first stance; CATCH and STAND at the midpoint of the two sole centres.
+  midpoint to the first stance; CATCH and STAND at the midpoint of the two sole centres. With an
+  ``inward`` offset (:class:`PreviewBuilder`), a single stance's reference (single support, and the ends of
+  the interpolations at a single stance) is that far from its sole centre toward the other foot (along the
+  sole's y axis): less lateral sway, the DCM stays on the inner side of the stance foot in single support.
 """
 
 from __future__ import annotations
@@ -98,6 +101,16 @@ def _centre(sole: SoleParameters, pose: FootPose) -> Tuple[float, float]:
     c, s = math.cos(pose.yaw), math.sin(pose.yaw)
     ox, oy = 0.5 * (sole.front - sole.back), 0.5 * (sole.left - sole.right)
     return pose.position[0] + c * ox - s * oy, pose.position[1] + s * ox + c * oy
+
+
+def _stance_ref(sole: SoleParameters, pose: FootPose, foot: Foot, inward: float) -> Tuple[float, float]:
+    """ZMP reference [m] of the single stance ``foot`` at ``pose``: its sole centre, moved ``inward`` toward
+    the other foot along the sole's y axis (the same floats as :func:`_centre` when ``inward`` is 0)."""
+    x, y = _centre(sole, pose)
+    if inward == 0.0:
+        return x, y
+    d = inward if foot is Foot.RIGHT else -inward
+    return x - math.sin(pose.yaw) * d, y + math.cos(pose.yaw) * d
 
 
 def _box(sole: SoleParameters, pose: FootPose) -> Tuple[float, float, float, float, float]:
@@ -366,6 +379,8 @@ class PreviewBuilder:
         sampling_period: Preview sampling period T [s].
         horizon: Number of intervals N.
         first_interval: Duration of the first interval [s] (default: ``sampling_period``).
+        inward: A single stance's ZMP reference moved this far [m] from its sole centre toward the other
+            foot (module docstring; 0: the centre).
     """
 
     def __init__(
@@ -375,8 +390,13 @@ class PreviewBuilder:
         sampling_period: float,
         horizon: int,
         first_interval: Optional[float] = None,
+        inward: float = 0.0,
     ) -> None:
         check_positive("sampling_period", sampling_period)
+        narrowest = min(sole.left, sole.right)
+        if isinstance(inward, bool) or not isinstance(inward, (int, float)) or not 0.0 <= inward < narrowest:
+            raise InputError("inward", inward, f"a distance in [0, {narrowest}) m (within the sole)")
+        self.inward = float(inward)
         check_int_range("horizon", horizon, 1)
         first = sampling_period if first_interval is None else first_interval
         check_positive("first_interval", first)
@@ -423,34 +443,40 @@ class PreviewBuilder:
         phase = self.timeline.phases[index]
         sole = self.sole
         kind = phase.kind
+        inward = self.inward
         if kind is PhaseKind.SINGLE:
-            stance = phase.foot(phase.swing_foot.other)
+            foot = phase.swing_foot.other
+            stance = phase.foot(foot)
             box = _box(sole, stance)
-            start = end = _centre(sole, stance)
+            start = end = _stance_ref(sole, stance, foot, inward)
         else:
             box = _double_support_box(phase.left, phase.right, sole)
             left, right = _centre(sole, phase.left), _centre(sole, phase.right)
             start = end = (0.5 * (left[0] + right[0]), 0.5 * (left[1] + right[1]))
             if kind is PhaseKind.DOUBLE:
-                previous = self.timeline.phases[index - 1]
-                start = _centre(sole, phase.foot(previous.swing_foot.other))
+                foot = self.timeline.phases[index - 1].swing_foot.other
+                start = _stance_ref(sole, phase.foot(foot), foot, inward)
             if kind in (PhaseKind.SWAY, PhaseKind.DOUBLE) and phase.next_stance is not None:
-                end = _centre(sole, phase.foot(phase.next_stance))
+                end = _stance_ref(sole, phase.foot(phase.next_stance), phase.next_stance, inward)
         self._table[index, _ANGLE:] = (*box, *start, *end, 1.0)  # angle, lower, upper, refs, ready
 
     def zmp_reference(self, index: int, phase: Phase, t: float) -> np.ndarray:
         """ZMP reference [m] at time ``t`` in phase ``index`` of the timeline (see module docstring)."""
-        sole = self.sole
+        sole, inward = self.sole, self.inward
+
+        def ref(foot: Foot) -> np.ndarray:
+            return np.array(_stance_ref(sole, phase.foot(foot), foot, inward))
+
         if phase.kind is PhaseKind.SINGLE:
-            return sole.centre(phase.foot(phase.swing_foot.other))
+            return ref(phase.swing_foot.other)
         mid = 0.5 * (sole.centre(phase.left) + sole.centre(phase.right))
         if phase.kind is PhaseKind.SWAY:
             start = mid
-            end = mid if phase.next_stance is None else sole.centre(phase.foot(phase.next_stance))
+            end = mid if phase.next_stance is None else ref(phase.next_stance)
         elif phase.kind is PhaseKind.DOUBLE:
             previous = self.timeline.phases[index - 1]
-            start = sole.centre(phase.foot(previous.swing_foot.other))
-            end = mid if phase.next_stance is None else sole.centre(phase.foot(phase.next_stance))
+            start = ref(previous.swing_foot.other)
+            end = mid if phase.next_stance is None else ref(phase.next_stance)
         else:
             return mid
         s = phase.progress(t)
