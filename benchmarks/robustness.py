@@ -28,6 +28,9 @@ their 6-step walk).
 standing without and with the recovery step in one table. ``--directions`` selects push directions (e.g.
 ``forward,left``: one row at a time).
 
+``--zmp-inward-offset D``: every run's planner with ``PlannerParameters.zmp_inward_offset`` D [m] (a single
+stance's ZMP reference moved toward the other foot: less lateral sway).
+
 ``--estimated``: the samples carry no base pose (``base_estimate_valid`` false): the controllers estimate
 the state from the IMU and the legs (the simulator's truth only scores). ``--sections`` selects rows.
 Prints a table; ``test/test_robustness.py`` checks a few-second subset.
@@ -47,7 +50,12 @@ from typing import Optional
 import numpy as np
 
 from walk_mpc.core.body.robot import RobotModel, yaw_of
-from walk_mpc.core.control.closed_loop import ClosedLoopParameters, ClosedLoopWalk, WalkOutcome
+from walk_mpc.core.control.closed_loop import (
+    ClosedLoopParameters,
+    ClosedLoopWalk,
+    WalkOutcome,
+    default_planner_parameters,
+)
 from walk_mpc.core.control.recovery_step import RecoveryStepParameters
 from walk_mpc.core.control.stabilizer import StabilizerParameters
 from walk_mpc.core.control.step_adjustment import StepAdjustmentParameters
@@ -95,6 +103,7 @@ def timeline_of(robot: RobotModel, gait: Gait, known: Optional[Terrain] = None) 
 ESTIMATED = False  # the samples without base pose (--estimated)
 ADJUST: dict = {}  # step adjustment parameters of the runs with it (besides enabled)
 RECOVERY: dict = {}  # recovery step parameters of the runs with it (besides enabled)
+PLANNER: dict = {}  # planner parameters of every run, over the loop's defaults (--zmp-inward-offset)
 
 
 def run_walk(robot: RobotModel, stabilizer: bool, gait: Gait = Gait(), terrain: Optional[Terrain] = None,
@@ -116,8 +125,14 @@ def run_walk(robot: RobotModel, stabilizer: bool, gait: Gait = Gait(), terrain: 
     options = {"whole_body": {"stabilizer": StabilizerParameters(enabled=stabilizer)}}
     adjustment = StepAdjustmentParameters(enabled=True, **ADJUST) if adjust else None
     recovery = RecoveryStepParameters(enabled=True, **RECOVERY) if recover else None
-    loop = ClosedLoopWalk(robot, sim, timeline, params=ClosedLoopParameters(settle_time=settle),
-                          stage_options=options, step_adjustment=adjustment, recovery_step=recovery)
+    planner = None
+    if PLANNER:  # the loop's default planner parameters, changed
+        q = np.array(sim.state.q)
+        planner = dataclasses.replace(
+            default_planner_parameters(robot, q, ClosedLoopParameters().control_period), **PLANNER)
+    loop = ClosedLoopWalk(robot, sim, timeline, planner_params=planner,
+                          params=ClosedLoopParameters(settle_time=settle), stage_options=options,
+                          step_adjustment=adjustment, recovery_step=recovery)
     until = duration if duration is not None else timeline.t_end + settle
     start = time.perf_counter()
     pushing = False
@@ -240,9 +255,14 @@ def main(argv=None) -> None:
     parser.add_argument("--directions", default="",
                         help="comma-separated push directions (forward, backward, outward, ...)")
     parser.add_argument("--standing-only", action="store_true", help="only the standing push rows")
+    parser.add_argument("--walking-only", action="store_true", help="only the walking push rows")
+    parser.add_argument("--zmp-inward-offset", type=float, default=0.0,
+                        help="PlannerParameters.zmp_inward_offset [m] of every run")
     args = parser.parse_args(argv)
     global ESTIMATED
     ESTIMATED = args.estimated
+    if args.zmp_inward_offset:
+        PLANNER["zmp_inward_offset"] = args.zmp_inward_offset
     robot = RobotModel()
     sections = args.sections.split(",")
     rows = []
@@ -256,7 +276,7 @@ def main(argv=None) -> None:
     columns = ((True, False), (True, True)) if args.step_adjustment else ((False, False), (True, False))
     if "pushes" in sections:
         wanted = set(args.directions.split(",")) if args.directions else None
-        for walking in ((False,) if args.standing_only else (True, False)):
+        for walking in ((False,) if args.standing_only else (True,) if args.walking_only else (True, False)):
             gait = Gait(steps=6) if walking else Gait(steps=0)
             for recover in (False, True) if args.recovery_step and not walking else (False,):
                 for name, direction in push_directions(robot, gait, walking).items():

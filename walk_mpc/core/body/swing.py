@@ -28,8 +28,7 @@ cannot clear an edge right at the landing heel: the sole ends its descent there)
 ``swing_height`` above the higher of the lift-off and touchdown soles, the midpoint's when they are level:
 everything is continuous in ``dz`` (and equal to the level swing, bit for bit, at ``dz == 0``); position,
 velocity and acceleration stay continuous in ``s`` (``b`` has zero velocity and acceleration at both ends).
-:func:`height_blend` is ``h``: the planner's CoM height follows it
-(:class:`~walk_mpc.core.mpc.planner.MpcPlanner`).
+:func:`height_blend` is ``h``.
 
 Derivatives are returned with respect to ``s``; divide by the swing duration [s]
 (and its square for accelerations) to get time derivatives.

@@ -31,7 +31,6 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
-from walk_mpc.core.body.swing import height_blend
 from walk_mpc.core.errors import InputError, InvalidStepError, ParameterError, ShapeError
 from walk_mpc.core.mpc.preview import Preview, PreviewBuilder, SoleParameters, stance_centre
 from walk_mpc.core.mpc.problem import Mpc, MpcParameters, Plan, PlanStatus
@@ -39,6 +38,17 @@ from walk_mpc.core.mpc.support_correction import corrected_timeline, last_touchd
 from walk_mpc.core.params import check_nonnegative, check_range
 from walk_mpc.core.walk.step import Foot
 from walk_mpc.core.walk.timeline import FootPose, PhaseKind, Timeline
+
+#: Part of a swing [-] in which the CoM height follows a swing sole stepping up (the first part of the
+#: swing) ...
+COM_RISE_SPAN = 0.5
+#: ... and stepping down (the last part, with the sole's descent: body/swing.py HEIGHT_CHANGE_SPAN).
+#: Measured on MuJoCo (Talos, state estimated, stabilizer on, 20 steps of 0.25 m, two flights of two 10 cm
+#: steps up and down, the edges shifted by -1, 0, +1 cm): these walked all three; a rise over the first
+#: third or over the whole swing fell on two; a descent over the last half fell on these stairs (and on one
+#: flight, and on three steps up and down), over the last two thirds or the whole swing as well (the pelvis
+#: pitched past 10 degrees). Three steps up and down still fell with these (README Balance).
+COM_DESCENT_SPAN = 1.0 / 3.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,10 +61,6 @@ class PlannerParameters:
         control_period: Period of :meth:`MpcPlanner.step` calls [s], in [0.005, mpc.sampling_period].
         feedback_threshold: Horizontal CoM error below which no feedback is applied [m].
         feedback_gain: Fraction of the CoM error added to the MPC initial state, in [0, 1].
-        zmp_inward_offset: A single stance's ZMP reference this far [m] from its sole centre toward the other
-            foot (:class:`~walk_mpc.core.mpc.preview.PreviewBuilder` ``inward``), less than the sole's
-            half-width: less lateral sway, the DCM stays on the inner side of the stance foot in single
-            support (more margin to a push outward over it); 0: the centre (default).
     """
 
     mpc: MpcParameters = MpcParameters()
@@ -62,7 +68,6 @@ class PlannerParameters:
     control_period: float = 0.02
     feedback_threshold: float = 0.004
     feedback_gain: float = 0.3
-    zmp_inward_offset: float = 0.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.mpc, MpcParameters):
@@ -72,10 +77,6 @@ class PlannerParameters:
         check_range("control_period", self.control_period, 0.005, self.mpc.sampling_period)
         check_nonnegative("feedback_threshold", self.feedback_threshold)
         check_range("feedback_gain", self.feedback_gain, 0.0, 1.0)
-        check_nonnegative("zmp_inward_offset", self.zmp_inward_offset)
-        if self.zmp_inward_offset >= min(self.sole.left, self.sole.right):
-            raise ParameterError("zmp_inward_offset", self.zmp_inward_offset,
-                                 f"less than the sole's half-width {min(self.sole.left, self.sole.right)} m")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -183,7 +184,7 @@ class MpcPlanner:
         self._prepared = None
         p = self.params
         self._builder = PreviewBuilder(timeline, p.sole, p.mpc.sampling_period, p.mpc.horizon,
-                                       first_interval=p.control_period, inward=p.zmp_inward_offset)
+                                       first_interval=p.control_period)
         self._builder.durations = self.mpc.durations  # share the grid array (checked once by the MPC)
 
     def reset(self, com_position: Optional[np.ndarray] = None) -> None:
@@ -329,17 +330,24 @@ class MpcPlanner:
 
     def _ground_height(self, t: float) -> float:
         """Mean height of the soles at ``t`` [m] (the same float as np.mean, without its overhead); in single
-        support the swing sole's counts where its height blend has it between lift-off and touchdown
-        (:func:`~walk_mpc.core.body.swing.height_blend`, without the swing's bump): on stairs the CoM height
-        follows the feet continuously (position, velocity and acceleration), from the mean of the soles
-        before the step to the mean after it; on level ground the stance sole's height."""
+        support the swing sole's counts from its lift-off height to its touchdown height along the quintic
+        blend ``b``, within the first :data:`COM_RISE_SPAN` of the swing stepping up, the last
+        :data:`COM_DESCENT_SPAN` stepping down: on stairs (StepData z) the CoM height follows the feet
+        continuously (position, velocity and acceleration; it jumped by half the height change at
+        lift-off and touchdown), from the mean of the soles before the step to the mean after it. On level
+        ground the stance sole's height, as before."""
         phase = self._timeline.phase_at(t)
         if phase.kind is PhaseKind.SINGLE:
             stance = phase.foot(phase.swing_foot.other).position[2]
             z0, z1 = phase.swing_start.position[2], phase.foot(phase.swing_foot).position[2]
             if z0 == z1 == stance:
                 return stance
-            swing = z0 + (z1 - z0) * height_blend(phase.progress(t), z1 - z0)[0]
+            s = phase.progress(t)
+            if z1 > z0:
+                s = min(1.0, s / COM_RISE_SPAN)
+            elif z1 < z0:
+                s = max(0.0, (s - 1.0 + COM_DESCENT_SPAN) / COM_DESCENT_SPAN)
+            swing = z0 + (z1 - z0) * s * s * s * (10.0 - 15.0 * s + 6.0 * s * s)
             return (stance + swing) / 2.0
         return (phase.left.position[2] + phase.right.position[2]) / 2.0
 
