@@ -43,11 +43,11 @@ from walk_mpc.core.walk.timeline import FootPose, PhaseKind, Timeline
 #: swing) ...
 COM_RISE_SPAN = 0.5
 #: ... and stepping down (the last part, with the sole's descent: body/swing.py HEIGHT_CHANGE_SPAN).
-#: Measured on MuJoCo (Talos, state estimated, stabilizer on, 20 steps of 0.25 m, two flights of two 10 cm
-#: steps up and down, the edges shifted by -1, 0, +1 cm): these walked all three; a rise over the first
-#: third or over the whole swing fell on two; a descent over the last half fell on these stairs (and on one
-#: flight, and on three steps up and down), over the last two thirds or the whole swing as well (the pelvis
-#: pitched past 10 degrees). Three steps up and down still fell with these (README Balance).
+#: Chosen on MuJoCo (Talos, state estimated, stabilizer on, 20 steps of 0.25 m over two flights of two 10 cm
+#: steps up and down, the edges shifted by -1, 0, +1 cm; single runs, which a small change can tip either
+#: way): a descent over the last half, two thirds or the whole swing fell (the pelvis pitched past 10
+#: degrees) where the last third walked; a rise over the first half walked at least as often as over the
+#: first third or the whole swing.
 COM_DESCENT_SPAN = 1.0 / 3.0
 
 
