@@ -3,7 +3,7 @@ in the second step of a 4-step walk, then restarted.
 
 * ik or mpc_planner killed: the walk ends within 2 s, ABORTED (never SUCCEEDED) with a result naming the
   silent node; no CoM reference leaves 1.5 m of the feet; after the restart a 2-step walk succeeds.
-* walk_behavior killed: the client is told within 2 s (no feedback for 1 s: ActionServerLost) instead of
+* walk_behavior killed: the client is told within 2 s (no feedback for 0.9 s: ActionServerLost) instead of
   waiting for a result that cannot come; after the restart a 2-step walk succeeds.
 """
 
@@ -17,6 +17,7 @@ import pytest
 from graph_fixtures import STARTUP_TIMEOUT, WALK_TIMEOUT, GraphClient, ProcessControl
 
 from walk_mpc.core.walk.behavior import WalkErrorCode
+from walk_mpc.tools.send_walk import SERVER_SILENCE
 
 pytestmark = pytest.mark.ros
 
@@ -47,7 +48,7 @@ def graph(tmp_path_factory):
 def kill_in_step_two(client: GraphClient, control: ProcessControl, node: str):
     """Start a 4-step walk, SIGKILL ``node`` once step 1 has touched down; returns (outcome or the exception,
     seconds from the kill to the end, the index of the first CoM reference after the kill)."""
-    with client.walking(4, server_silence=1.0) as walk:  # the client's default: told within 1 s
+    with client.walking(4, server_silence=SERVER_SILENCE) as walk:  # the client's default: told within 1 s
         first_reference = len(client.reference_coms)
         killed = time.monotonic()
         assert control.stop(node, signal.SIGKILL) == -signal.SIGKILL
