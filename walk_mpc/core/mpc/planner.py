@@ -61,6 +61,10 @@ class PlannerParameters:
         control_period: Period of :meth:`MpcPlanner.step` calls [s], in [0.005, mpc.sampling_period].
         feedback_threshold: Horizontal CoM error below which no feedback is applied [m].
         feedback_gain: Fraction of the CoM error added to the MPC initial state, in [0, 1].
+        zmp_inward_offset: A single stance's ZMP reference this far [m] from its sole centre toward the other
+            foot (:class:`~walk_mpc.core.mpc.preview.PreviewBuilder` ``inward``), less than the sole's
+            half-width: less lateral sway, the DCM stays on the inner side of the stance foot in single
+            support (more margin to a push outward over it); 0: the centre (default).
     """
 
     mpc: MpcParameters = MpcParameters()
@@ -68,6 +72,7 @@ class PlannerParameters:
     control_period: float = 0.02
     feedback_threshold: float = 0.004
     feedback_gain: float = 0.3
+    zmp_inward_offset: float = 0.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.mpc, MpcParameters):
@@ -77,6 +82,10 @@ class PlannerParameters:
         check_range("control_period", self.control_period, 0.005, self.mpc.sampling_period)
         check_nonnegative("feedback_threshold", self.feedback_threshold)
         check_range("feedback_gain", self.feedback_gain, 0.0, 1.0)
+        check_nonnegative("zmp_inward_offset", self.zmp_inward_offset)
+        if self.zmp_inward_offset >= min(self.sole.left, self.sole.right):
+            raise ParameterError("zmp_inward_offset", self.zmp_inward_offset,
+                                 f"less than the sole's half-width {min(self.sole.left, self.sole.right)} m")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,7 +193,7 @@ class MpcPlanner:
         self._prepared = None
         p = self.params
         self._builder = PreviewBuilder(timeline, p.sole, p.mpc.sampling_period, p.mpc.horizon,
-                                       first_interval=p.control_period)
+                                       first_interval=p.control_period, inward=p.zmp_inward_offset)
         self._builder.durations = self.mpc.durations  # share the grid array (checked once by the MPC)
 
     def reset(self, com_position: Optional[np.ndarray] = None) -> None:
