@@ -48,6 +48,10 @@ NODES = ("walk_behavior", "mpc_planner", "ik")
 #: 0.5 s before the samples drive the ticks, a walk's safe stop starts 0.1 s after its references stop.
 GRAPH_WHOLE_BODY = WholeBodyStageParameters(reference_timeout=0.5, safe_stop_timeout=0.1)
 
+#: How long [s] the walk after a restart is sent again while the supervisor refuses it because the robot does
+#: not stand on Stand's feet yet (it re-anchors Stand after standing still there for 0.2 s).
+RETRY_TIME = 3.0
+
 #: The error code of a walk whose node died (walk_behavior: the client's own timeout, no result).
 DEATH_CODES = {"ik": WalkErrorCode.IK_FAILURE, "mpc_planner": WalkErrorCode.PLANNER_FAILURE}
 
@@ -286,7 +290,8 @@ def drill(graph: DrillGraph, node: str, kill_at: Optional[float], steps: int = 4
           settle: float = 1.0, seed: int = 0) -> DrillRow:
     """Kill ``node`` ``kill_at`` seconds into a ``steps``-step walk (None: while standing), let the walk end
     (walk_behavior: the stages finish the latched plan), restart the node ``dead_for`` seconds later, wait
-    ``settle`` seconds, walk 2 steps. ``graph`` must have run long enough for the loop to run."""
+    ``settle`` seconds, walk 2 steps (sent again for up to :data:`RETRY_TIME` while refused because the robot
+    does not stand on Stand's feet yet). ``graph`` must have run long enough for the loop to run."""
     goal = b"walk-%d" % seed
     row = DrillRow(node, kill_at, "standing")
     if kill_at is not None:
@@ -318,11 +323,19 @@ def drill(graph: DrillGraph, node: str, kill_at: Optional[float], steps: int = 4
         graph.run(max(0.0, settle - (graph.stamp - restarted) / NS_PER_S))
     if not graph.fallen:
         after = b"after-%d" % seed
-        try:
-            graph.send(2, after)
-        except RuntimeError as exc:
-            row.after, row.after_message = "refused", str(exc)
-        else:
+        sent, retry_until = False, graph.stamp + round(RETRY_TIME * NS_PER_S)
+        while not sent:
+            try:
+                graph.send(2, after)
+                sent = True
+            except RuntimeError as exc:
+                # As a client does (GraphClient.walk_after_restart): a goal refused while the robot does not
+                # stand on Stand's feet yet is sent again once the walk behavior has re-anchored Stand.
+                if "INCONSISTENT_STEPS" not in str(exc) or graph.stamp >= retry_until or graph.fallen:
+                    row.after, row.after_message = "refused", str(exc)
+                    break
+                graph.run(0.1)
+        if sent:
             result = graph.walk_to_the_end(after)
             if result is not None:
                 row.after, row.after_message = WalkErrorCode(result.error_code).name, result.error_msg
