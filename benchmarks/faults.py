@@ -235,9 +235,11 @@ def drill(processes: GraphProcesses, probe: Probe, node: str, phase: str) -> dic
     walked = time.monotonic()
     try:
         after = probe.walk(probe.steps(2))
-        # As a client does (the goal's refusal says so): a goal refused while the robot does not stand on
-        # Stand's feet yet is sent again (from the latest plan's feet) once Stand is re-anchored, up to 3 s.
-        while after.error_code == WalkErrorCode.INCONSISTENT_STEPS and time.monotonic() < walked + 3.0:
+        # As a client does (the refusals say so): a goal refused while the robot does not stand on Stand's
+        # feet yet, or while the walk_behavior has not heard a link yet ("no /mpc/timing received yet: is the
+        # mpc_planner running?", a restarted walk_behavior before discovery), is sent again, up to 3 s.
+        while time.monotonic() < walked + 3.0 and (after.error_code == WalkErrorCode.INCONSISTENT_STEPS
+                                                   or "received yet" in after.error_msg):
             time.sleep(0.1)
             after = probe.walk(probe.steps(2))
         row["after"] = outcome_text(after)
