@@ -212,11 +212,13 @@ STAIRS_PATTERN = (0, 0, 0, 1, 2, 2, 2, 1)  # risers under steps 1-8, 9-16, ... (
 
 
 def stairs_terrain(robot: RobotModel, gait: Gait, rise: float = 0.1) -> Terrain:
-    """Stairs of ``rise`` [m] under the steps of ``gait``: :data:`STAIRS_PATTERN` risers under each step
-    (repeated; 0 for the last four, the last one beside the one before), an edge midway between two
-    footsteps at different heights."""
+    """Stairs of ``rise`` [m] under the steps of ``gait``: :data:`STAIRS_PATTERN` risers under each step,
+    repeated while at least two steps on the floor follow (the last one beside the one before: 10 steps,
+    one flight; 20, two), an edge midway between two footsteps at different heights."""
     steps = timeline_of(robot, gait).steps
-    levels = [STAIRS_PATTERN[k % len(STAIRS_PATTERN)] if k < len(steps) - 4 else 0 for k in range(len(steps))]
+    pattern = len(STAIRS_PATTERN)
+    flights = pattern * ((len(steps) - 2) // pattern)
+    levels = [STAIRS_PATTERN[k % pattern] if k < flights else 0 for k in range(len(steps))]
     edges, level = [], 0
     for k, step in enumerate(steps):
         if levels[k] != level:
