@@ -99,8 +99,8 @@ def test_stairs_are_treads_from_each_edge_to_the_next_in_the_simulated_ground(ta
     sim = TerrainMujocoSim(terrain, KinematicSim.Parameters(), robot=talos)
     geom = np.zeros(1, dtype=np.int32)
     for x in (0.3, 0.55, 0.79, 0.81, 1.4, 1.6, 1.9):
-        distance = mujoco.mj_ray(sim.model, sim.data, np.array([x, 0.5, 1.0]), np.array([0.0, 0.0, -1.0]), None,
-                                 1, -1, geom)
+        down = np.array([0.0, 0.0, -1.0])
+        distance = mujoco.mj_ray(sim.model, sim.data, np.array([x, 0.5, 1.0]), down, None, 1, -1, geom)
         assert 1.0 - distance == pytest.approx(terrain.height(x, 0.5), abs=1e-6), x
     with pytest.raises(ParameterError, match="edges"):
         Terrain.stairs(((0.5, 0.1), (0.4, 0.2)))
