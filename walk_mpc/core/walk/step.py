@@ -36,7 +36,8 @@ class Step:
         position: Sole position at touchdown in the world frame [m].
         yaw: Sole yaw at touchdown in the world frame [rad].
         normal: Unit normal of the ground at touchdown in the world frame.
-        swing_height: Swing apex above the midpoint between lift-off and touchdown [m].
+        swing_height: Swing apex above the midpoint between lift-off and touchdown [m] (above the higher
+            of them when their heights differ: :mod:`walk_mpc.core.body.swing`).
     """
 
     step_index: int
