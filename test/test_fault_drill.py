@@ -236,3 +236,21 @@ def test_on_mujoco_a_node_killed_where_talos_used_to_fall_ends_the_walk_and_a_wa
     assert row.recovery_s < 1.0
     assert row.after == "NONE", row.after_message
     assert row.passed
+
+
+@pytest.mark.parametrize("kill_at", [1.4, 1.6, 2.3])
+def test_on_mujoco_talos_stands_10_s_after_an_ik_restart_then_walks(talos, kill_at):
+    """The ik killed mid-walk and restarted: Talos, left leaning, stands 10 s, then walks 2 steps. Without the
+    planner's standing feedback bound (PlannerParameters.standing_feedback_radius) the plan followed the
+    measured CoM as the robot tipped on its sole edges and Talos fell 5-11 s after the restart at these
+    three kill times."""
+    pytest.importorskip("mujoco")
+    from walk_mpc.core.control.fault_drill import drill
+    from walk_mpc.core.sim.mujoco import MujocoSim
+
+    graph = DrillGraph(talos, MujocoSim(KinematicSim.Parameters(), robot=talos))
+    graph.run(1.0)
+    row = drill(graph, "ik", kill_at, settle=10.0)
+    assert not row.fell, row.fall_reason
+    assert row.after == "NONE", row.after_message
+    assert row.passed

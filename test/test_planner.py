@@ -88,6 +88,37 @@ def test_com_error_above_threshold_adds_exactly_gain_times_error():
     np.testing.assert_array_equal(out.initial_state[1:], planned[1:])
 
 
+def test_standing_feedback_never_moves_the_plan_out_of_its_radius_from_the_middle_of_the_soles():
+    """A standing robot tipping on its sole edges: the measured CoM runs away; the plan follows it only up to
+    ``standing_feedback_radius`` from the middle of the soles (and back in freely). Walking, unbounded."""
+    from walk_mpc.core.mpc.preview import stance_centre
+
+    params = PlannerParameters(feedback_threshold=0.004, feedback_gain=0.3, standing_feedback_radius=0.05)
+    timeline = walk_timeline("straight")
+    stand = timeline.phases[-1]
+    assert stand.kind is PhaseKind.STAND
+    t = stand.t_start + 0.5
+    centre = stance_centre(timeline, t, params.sole)
+    planner = MpcPlanner(params, timeline)
+    planner.reset(centre)
+    planner.step(t)
+    distances = []
+    for k in range(1, 61):  # the measured CoM 3 cm ahead of the plan, sideways, every tick
+        planned = planner.planned_state(t + 0.02 * k)[0]
+        out = planner.step(t + 0.02 * k, np.append(planned + [0.0, 0.03], 0.9))
+        assert out.feedback_applied
+        distances.append(float(np.hypot(*(out.initial_state[0] - centre))))
+    assert max(distances) <= 0.05 + 1e-12 and distances[-1] == pytest.approx(0.05)
+    back = planner.step(t + 1.24, np.append(centre, 0.9))  # a measurement back in: followed
+    assert np.hypot(*(back.initial_state[0] - centre)) < 0.05
+    # walking (not a STAND phase): the offset is gain times the error, as seed 001
+    unbounded = MpcPlanner(params, timeline)
+    unbounded.step(0.0)
+    planned = unbounded.planned_state(0.02)[0]
+    out = unbounded.step(0.02, np.append(planned + [0.0, 0.2], 0.9))
+    np.testing.assert_allclose(out.feedback_offset, [0.0, 0.06], atol=1e-15)
+
+
 def test_support_correction_moves_the_landed_foot_and_shifts_all_later_steps():
     timeline = walk_timeline("straight")
     planner = MpcPlanner(PlannerParameters(), timeline)
