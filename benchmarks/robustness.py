@@ -23,6 +23,11 @@ their 6-step walk).
 ``--step-adjustment``: every row with the stabilizer on, step adjustment from the measured DCM
 (:mod:`walk_mpc.core.control.step_adjustment`, its default parameters) off vs on.
 
+``--adapt-timing``: with ``--step-adjustment``, step adjustment with step timing adaptation
+(``StepAdjustmentParameters.adapt_timing``: the swinging step's touchdown earlier or later, the next step
+outward; the other step adjustment parameters as ``--adjust``); ``--adjust NAME=VALUE,...``: further step
+adjustment parameters (e.g. ``max_widening_shift=0.1``).
+
 ``--recovery-step``: the standing push rows again with standing recovery steps from the measured DCM
 (:mod:`walk_mpc.core.control.recovery_step`, its default parameters) in both columns ("..., recovery step"):
 standing without and with the recovery step in one table. ``--directions`` selects push directions (e.g.
@@ -252,6 +257,10 @@ def main(argv=None) -> None:
     parser.add_argument("--estimated", action="store_true", help="samples without base pose (IMU + legs)")
     parser.add_argument("--step-adjustment", action="store_true",
                         help="the stabilizer on, step adjustment off vs on")
+    parser.add_argument("--adapt-timing", action="store_true",
+                        help="with --step-adjustment: step timing adaptation on")
+    parser.add_argument("--adjust", default="",
+                        help="step adjustment parameters NAME=VALUE,... (with --step-adjustment)")
     parser.add_argument("--recovery-step", action="store_true",
                         help="the standing push rows again with standing recovery steps")
     parser.add_argument("--directions", default="",
@@ -265,6 +274,12 @@ def main(argv=None) -> None:
     ESTIMATED = args.estimated
     if args.zmp_inward_offset:
         PLANNER["zmp_inward_offset"] = args.zmp_inward_offset
+    if args.adapt_timing:
+        ADJUST["adapt_timing"] = True
+    for item in filter(None, args.adjust.split(",")):
+        name, value = item.split("=")
+        value = value.strip().lower()
+        ADJUST[name.strip()] = value == "true" if value in ("true", "false") else float(value)
     robot = RobotModel()
     sections = args.sections.split(",")
     rows = []

@@ -39,6 +39,11 @@ air (step adjustment), the foot leaves the trajectory it was following at ``s_r`
 previous trajectory, itself possibly re-planned; ``b`` has zero velocity and acceleration at both ends:
 position, velocity and acceleration stay continuous at ``s_r``), the yaw alike. The timeline's swinging
 phase carries it (:class:`RetargetedPhase`); :func:`phase_swing_position_yaw` evaluates either kind.
+A touchdown that moved in time (step timing adaptation: the single support shortened or lengthened)
+re-times the rest of the previous trajectory: from the re-plan on, the previous swing is followed at its
+progress ``sigma = s_b + (1 - s_b) (r u + (1 - r) u^3)`` (``u = (s - s_r) / (1 - s_r)``, ``s_b`` the previous
+swing's progress at the re-plan, ``r`` the new over the old time left, below 1.5: monotonic): the foot's
+velocity and acceleration stay continuous at the re-plan, it lands at the new touchdown time at rest.
 """
 
 from __future__ import annotations
@@ -244,10 +249,24 @@ class SwingRetarget:
     Attributes:
         s: Normalised swing time of the re-plan, in (0, 1).
         base: The swinging phase the foot followed until then (its touchdown the previous one).
+        base_s: The base phase's normalised time at the re-plan when the touchdown moved in time (the rest
+            of the base swing re-timed, module docstring); None: the same times.
+        rate: The time left to touchdown at the re-plan, new over old (with ``base_s``).
     """
 
     s: float
     base: Phase
+    base_s: Optional[float] = None
+    rate: float = 1.0
+
+    def base_progress(self, s: float) -> float:
+        """The base phase's normalised time at this phase's ``s`` >= ``self.s`` (``s`` itself when the
+        touchdown did not move in time)."""
+        if self.base_s is None:
+            return s
+        u = min(1.0, max(0.0, (s - self.s) / (1.0 - self.s)))
+        r = self.rate
+        return min(1.0, self.base_s + (1.0 - self.base_s) * (r * u + (1.0 - r) * u ** 3))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -266,9 +285,10 @@ def phase_swing_position_yaw(phase: Phase, s: float) -> tuple[tuple[float, float
     if retarget is None:
         start = phase.swing_start
         return swing_position_yaw(start.position, start.yaw, pose.position, pose.yaw, phase.swing_height, s)
-    point, yaw = phase_swing_position_yaw(retarget.base, s)
     if s <= retarget.s:
-        return point, yaw
+        return phase_swing_position_yaw(retarget.base, s if retarget.base_s is None else
+                                        retarget.base.progress(phase.t_start + s * phase.duration))
+    point, yaw = phase_swing_position_yaw(retarget.base, retarget.base_progress(s))
     g = blend((s - retarget.s) / (1.0 - retarget.s))[0]
     old = retarget.base.foot(phase.swing_foot)
     moved = tuple(p + (n - o) * g for p, n, o in zip(point, pose.position, old.position))
@@ -282,7 +302,9 @@ def retarget_swing(timeline: Timeline, previous: Optional[Timeline], t: float,
 
     When both timelines swing the same step at ``t`` (same index, foot and phase times): a touchdown that
     moved gives the phase a :class:`SwingRetarget` at the phase's progress (only with ``replan``); an
-    unchanged one keeps the re-plan ``previous`` carried. Otherwise ``timeline`` itself is returned.
+    unchanged one keeps the re-plan ``previous`` carried. The same step with the same lift-off and another
+    touchdown time (step timing adaptation, only with ``replan``): a re-timed :class:`SwingRetarget`.
+    Otherwise ``timeline`` itself is returned.
     """
     if previous is None or previous is timeline:
         return timeline
@@ -292,11 +314,16 @@ def retarget_swing(timeline: Timeline, previous: Optional[Timeline], t: float,
         return timeline
     before = previous.phase_at(t)
     if (before.kind is not PhaseKind.SINGLE or before.step_index != phase.step_index
-            or before.swing_foot is not phase.swing_foot or before.t_start != phase.t_start
-            or before.t_end != phase.t_end):
+            or before.swing_foot is not phase.swing_foot or before.t_start != phase.t_start):
         return timeline
     foot = phase.swing_foot
-    if before.foot(foot) == phase.foot(foot):
+    if before.t_end != phase.t_end:  # re-timed (step timing adaptation)
+        s, base_s = phase.progress(t), before.progress(t)
+        if not (replan and 0.0 < s < 1.0 and 0.0 < base_s < 1.0):
+            return timeline
+        rate = (phase.t_end - t) / (before.t_end - t)
+        retarget = SwingRetarget(s, before, base_s, rate)
+    elif before.foot(foot) == phase.foot(foot):
         retarget = getattr(before, "retarget", None)
     else:
         s = phase.progress(t)

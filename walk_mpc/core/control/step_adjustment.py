@@ -24,12 +24,29 @@ stance sole):
    (:func:`~walk_mpc.core.walk.saturation.saturate_step`, the walk's :class:`StepLimits`), and the steps after
    it against their new predecessors: :func:`adjusted_steps`.
 
+4. **Step timing** (``adapt_timing``, off by default; after Khadiv et al., "Walking control based on step
+   timing adaptation", IEEE T-RO 2020, by a search instead of their QP). The touchdown of the swinging step
+   may come earlier (down to ``shortest_time_to_touchdown`` from now and the step limits' ``min_duration``)
+   or later (by ``max_lengthening`` of the time left in the plan): for each touchdown time ``tau`` from now
+   (``timing_resolution`` apart), the DCM error at touchdown (2., the ZMP at the sole's edge, no
+   ``zmp_tolerance``) that the step's place cannot absorb (the shift limits, the step limits) is what is
+   left; when the planned time leaves more than ``timing_deadband`` and another time removes more than
+   that, the step lands at the time leaving least (its duration changed: the later phases move with it).
+   A DCM still inside the stance sole is brought back by its ZMP: a later touchdown; one beyond it grows:
+   an earlier one. Only the lateral error counts by default (``sagittal_timing``; ``inward_timing``: the
+   error toward the swinging foot's side too). Toward the stance sole's outer side the swinging foot cannot
+   help (it would cross): when no later touchdown than planned brings the DCM back, what is left at
+   touchdown also moves the **next step** (the stance foot's) outward by that error grown over a double
+   support and the shortest single support (at most ``max_next_widening_shift``), its duration the step
+   limits' ``min_duration``. The whole-body stage re-times the rest of the swing
+   (:func:`~walk_mpc.core.body.swing.retarget_swing`: velocity and acceleration continuous).
+
 Decisions are taken from ``min_swing_time`` after lift-off (the DCM estimate settles on the new stance sole)
 to ``min_time_to_touchdown`` before touchdown (later, the foot cannot follow), and a step already moved moves
 again only by more than ``update_distance`` (every change is a new plan). The whole-body stage re-plans the
 swing of a step moved in the air from where the foot is (:func:`~walk_mpc.core.body.swing.retarget_swing`:
-no jump of the foot's target). Committed step indices, feet and durations never change: only where the steps
-land.
+no jump of the foot's target). Committed step indices and feet never change: only where the steps land (and,
+with ``adapt_timing``, their durations).
 
 The walk behavior (:class:`~walk_mpc.core.control.walk_supervisor.WalkSupervisor`) applies the changes to its
 committed steps (they are what the plan topics and ``step_queue_saturated`` show); the in-process loop
@@ -82,6 +99,25 @@ class StepAdjustmentParameters:
             over the stance foot is not caught by the swinging foot, which would cross toward it; outward
             pushes 15.6 -> 9.4 N s).
         filter_time: Time constant [s] of the low-pass filter of the measured DCM (0: none).
+        adapt_timing: Step timing adaptation (module docstring, 4): when the swinging step's place (within
+            the shift limits above and the step limits) cannot absorb the DCM error at its touchdown, its
+            single support is shortened to where what is left is smallest, and a DCM error toward the
+            stance sole's outer side (the swinging foot would have to cross) moves the next step (the
+            stance foot's) outward, its single support the shortest the step limits allow.
+        timing_deadband: The DCM error at touchdown [m] the step's place cannot absorb, and the part of it
+            an earlier touchdown must remove, before the timing changes.
+        shortest_time_to_touchdown: A shortened step lands no sooner than this [s] after the decision.
+        timing_resolution: The touchdown times tried [s] apart.
+        max_lengthening: A touchdown may come later by at most this share of the time left (the ZMP on the
+            stance sole brings a DCM still inside it back; <= 0.4: the re-timed swing stays monotonic), of
+            the time left to the step's touchdown before any timing decision.
+        update_time: A step whose timing was decided changes it again only by more than this [s].
+        sagittal_timing: The DCM error forward and backward the step's place cannot absorb adapts the timing
+            too (default: only the lateral; on MuJoCo the sagittal measured worse, see the README).
+        inward_timing: The DCM error toward the swinging foot's side the step's place cannot absorb (wider
+            steps: ``max_widening_shift``, 0 by default) adapts the timing too: an earlier touchdown for an
+            inward push (False: only the error toward the stance sole's outer side counts).
+        max_next_widening_shift: Largest move [m] of the next step outward (adapt_timing).
     """
 
     enabled: bool = False
@@ -97,27 +133,52 @@ class StepAdjustmentParameters:
     max_widening_shift: float = 0.0
     max_narrowing_shift: float = 0.0
     filter_time: float = 0.05
+    adapt_timing: bool = False
+    timing_deadband: float = 0.02
+    shortest_time_to_touchdown: float = 0.15
+    timing_resolution: float = 0.01
+    max_lengthening: float = 0.4
+    update_time: float = 0.03
+    sagittal_timing: bool = False
+    inward_timing: bool = True
+    max_next_widening_shift: float = 0.25
 
     def __post_init__(self) -> None:
-        if not isinstance(self.enabled, bool):
-            raise ParameterError("enabled", self.enabled, "true or false")
+        for name in ("enabled", "adapt_timing", "sagittal_timing", "inward_timing"):
+            if not isinstance(getattr(self, name), bool):
+                raise ParameterError(name, getattr(self, name), "true or false")
         for name in ("deadband", "zmp_tolerance", "update_distance", "min_swing_time",
                      "min_time_to_touchdown", "sole_margin", "filter_time", "max_forward_shift",
-                     "max_backward_shift", "max_widening_shift", "max_narrowing_shift"):
+                     "max_backward_shift", "max_widening_shift", "max_narrowing_shift", "timing_deadband",
+                     "max_next_widening_shift"):
             check_nonnegative(name, getattr(self, name))
         check_positive("max_shift", self.max_shift)
+        check_positive("shortest_time_to_touchdown", self.shortest_time_to_touchdown)
+        check_positive("timing_resolution", self.timing_resolution)
+        check_nonnegative("update_time", self.update_time)
+        if not 0.0 <= self.max_lengthening <= 0.4:
+            raise ParameterError("max_lengthening", self.max_lengthening, "a share in [0, 0.4]")
 
 
 def adjusted_steps(timeline: Timeline, step_index: int, position: Sequence[float],
-                   limits: StepLimits) -> tuple:
+                   limits: StepLimits, changes: Optional[dict] = None) -> tuple:
     """The timeline's steps with step ``step_index`` moved to ``position`` (x, y; its height kept), saturated
     against its stance sole, and the later steps saturated against their new predecessors (a step within its
-    limits stays as it is)."""
+    limits stays as it is). ``changes``: step index -> dict of further changes of steps from ``step_index``
+    on (``duration`` [s], ``position`` (x, y) [m]: step timing adaptation), applied before saturation."""
     steps = list(timeline.steps)
     first = timeline.phases[0]
     feet = {Foot.LEFT: first.left, Foot.RIGHT: first.right}
+    changes = changes or {}
     for k, step in enumerate(steps):
         previous = feet[step.foot.other]
+        change = changes.get(step.step_index)
+        if change is not None and step.step_index >= step_index:
+            if "duration" in change:
+                step = step.replace(duration=float(change["duration"]))
+            if "position" in change:
+                x, y = change["position"]
+                step = step.replace(position=(float(x), float(y), step.position[2]))
         if step.step_index == step_index:
             step = step.replace(position=(float(position[0]), float(position[1]), step.position[2]))
             step = saturate_step(step, previous, limits)[0]
@@ -216,7 +277,9 @@ class StepAdjuster:
         """Forget the filter and the moves made."""
         self._dcm: Optional[np.ndarray] = None
         self._dcm_t: Optional[float] = None
-        self._moved: dict = {}  # step index -> (x, y) it was last moved to
+        self._moved: dict = {}  # step index -> (x, y) it was last moved to (adapt_timing: with more)
+        self._next_origin: dict = {}  # step index -> its (x, y) before a timing decision moved it outward
+        self._touchdowns: dict = {}  # step index -> its touchdown time [s] before a timing decision
         self.adjustments = 0
         self.last: dict = {}  # the last decision's values (tracing)
 
@@ -243,6 +306,8 @@ class StepAdjuster:
         if not timeline.walking_at(t):
             self._dcm = None
             self._moved.clear()  # the next walk numbers its steps from 1 again
+            self._next_origin.clear()
+            self._touchdowns.clear()
             return None
         measured = self.measure_dcm(t, timeline, sample)
         phase = timeline.phase_at(t)
@@ -250,6 +315,8 @@ class StepAdjuster:
             return None
         if t - phase.t_start < p.min_swing_time or phase.t_end - t < p.min_time_to_touchdown:
             return None
+        if p.adapt_timing:
+            return self.decide_timing(t, timeline, *measured)
         xi, omega = measured
         index = phase.step_index
         stance = phase.foot(phase.swing_foot.other)
@@ -287,6 +354,127 @@ class StepAdjuster:
             self._moved[index] = tuple(place)
             return None  # the step limits leave it where it is
         self._moved[index] = tuple(place)
+        self.adjustments += 1
+        return steps
+
+    def _place(self, xi: np.ndarray, omega: float, tau: float, target: np.ndarray, phase: Phase,
+               timeline: Timeline) -> dict:
+        """Where the swinging step of ``phase`` should land for a touchdown ``tau`` [s] from now (the ZMP on
+        the stance sole's region, the measured DCM ``xi``, the nominal DCM at touchdown ``target``): its
+        shift within the shift limits (world, from its planned place), the place reached within the step
+        limits and the DCM error at touchdown [m] (world) that place leaves (``residual``)."""
+        p = self.params
+        stance = phase.foot(phase.swing_foot.other)
+        planned = np.asarray(phase.foot(phase.swing_foot).position[:2])
+        e = math.exp(omega * tau)
+        wanted = (xi * e - target) / (e - 1.0)
+        c, s = math.cos(stance.yaw), math.sin(stance.yaw)
+        offset = wanted - np.asarray(stance.position[:2])
+        local = np.array([c * offset[0] + s * offset[1], -s * offset[0] + c * offset[1]])
+        front, back, left, right = self._sole
+        clamped = np.array([min(front, max(-back, local[0])), min(left, max(-right, local[1]))])
+        raw = (local - clamped) * (e - 1.0)  # the error at touchdown, the ZMP at the sole's edge
+        if float(np.max(np.abs(local - clamped))) <= p.zmp_tolerance:
+            clamped = local
+        miss = (local - clamped) * (e - 1.0)
+        side = 1.0 if phase.swing_foot is Foot.LEFT else -1.0
+        miss[0] = min(p.max_forward_shift, max(-p.max_backward_shift, miss[0]))
+        miss[1] = side * min(p.max_widening_shift, max(-p.max_narrowing_shift, side * miss[1]))
+        norm = float(np.linalg.norm(miss))
+        if norm > p.max_shift:
+            miss *= p.max_shift / norm
+        shift = np.array([c * miss[0] - s * miss[1], s * miss[0] + c * miss[1]])
+        step = next(st for st in timeline.steps if st.step_index == phase.step_index)
+        place = planned + shift
+        reached = np.asarray(saturate_step(step.replace(position=(*place, step.position[2])), stance,
+                                           self.limits)[0].position[:2])
+        wanted_place = planned + np.array([c * raw[0] - s * raw[1], s * raw[0] + c * raw[1]])
+        residual = wanted_place - reached
+        along, across = c * residual[0] + s * residual[1], -s * residual[0] + c * residual[1]
+        if not p.inward_timing and side * across > 0.0:
+            across = 0.0  # toward the swinging foot's side: left to the step's place
+        error = math.hypot(along, across) if p.sagittal_timing else abs(across)
+        return {"tau": tau, "local": local, "shift": shift, "place": place, "residual": residual,
+                "error": error, "outward": -side * across}
+
+    def decide_timing(self, t: float, timeline: Timeline, xi: Sequence[float],
+                      omega: float) -> Optional[tuple]:
+        """The decision of :meth:`observe` with step timing adaptation (``adapt_timing``; module docstring,
+        4) at plan time ``t`` [s] in a single support of ``timeline``, from the measured DCM ``xi`` (x, y)
+        [m] (filtered) and ``omega`` [1/s]: the adjusted steps (all of the timeline's: places and
+        durations, indices and feet unchanged), or None when nothing changes. (:meth:`observe` calls it
+        between ``min_swing_time`` after lift-off and ``min_time_to_touchdown`` before touchdown.)"""
+        p = self.params
+        xi = np.asarray(xi, dtype=float)
+        phase = timeline.phase_at(t)
+        if phase.kind is not PhaseKind.SINGLE:
+            return None
+        index = phase.step_index
+        target = nominal_touchdown_dcm(timeline, index, omega)
+        tau0 = phase.t_end - t
+        best = nominal = self._place(xi, omega, tau0, target, phase, timeline)
+        step = next(st for st in timeline.steps if st.step_index == index)
+        planned_end = self._touchdowns.setdefault(index, phase.t_end)  # before any timing decision
+        if nominal["error"] > p.timing_deadband:
+            lowest = max(p.shortest_time_to_touchdown, tau0 - (step.duration - self.limits.min_duration))
+            highest = min(tau0 + max(0.0, (planned_end - t) * (1.0 + p.max_lengthening) - tau0),
+                          tau0 * (1.0 + p.max_lengthening),  # the re-timed swing stays monotonic
+                          tau0 + self.limits.max_duration - step.duration)
+            k = 1
+            while tau0 - k * p.timing_resolution >= lowest - 1e-9:
+                candidate = self._place(xi, omega, tau0 - k * p.timing_resolution, target, phase, timeline)
+                if candidate["error"] < best["error"] - 1e-9:
+                    best = candidate
+                k += 1
+            k = 1
+            while tau0 + k * p.timing_resolution <= highest + 1e-9:
+                candidate = self._place(xi, omega, tau0 + k * p.timing_resolution, target, phase, timeline)
+                if candidate["error"] < best["error"] - 1e-9:
+                    best = candidate
+                k += 1
+            if best["error"] > nominal["error"] - p.timing_deadband:
+                best = nominal
+        tau = best["tau"]
+        changes: dict = {}
+        if tau != tau0:
+            changes[index] = {"duration": step.duration + (tau - tau0)}
+        following = [st for st in timeline.steps if st.step_index == index + 1]
+        outward = best["outward"]
+        if following and outward > p.timing_deadband and t + tau <= planned_end + 1e-9:
+            # The swinging foot cannot catch it (it would cross) and no later touchdown than planned brings
+            # it back: the stance foot's next step goes outward, as soon as the step limits allow, by the
+            # DCM error it will have grown to at its touchdown.
+            nxt = following[0]
+            origin = self._next_origin.setdefault(nxt.step_index, nxt.position[:2])
+            shortest = self.limits.min_duration
+            single = shortest - timeline.timing.double_support_duration
+            grown = outward * math.exp(omega * (timeline.timing.double_support_duration + single))
+            move = min(p.max_next_widening_shift, grown)
+            stance = phase.foot(phase.swing_foot.other)
+            side = 1.0 if nxt.foot is Foot.LEFT else -1.0  # the next step's outward side
+            c, s = math.cos(stance.yaw), math.sin(stance.yaw)
+            changes[index + 1] = {"duration": min(nxt.duration, shortest),
+                                  "position": (origin[0] - s * side * move, origin[1] + c * side * move)}
+        planned = np.asarray(phase.foot(phase.swing_foot).position[:2])
+        shift = best["shift"]
+        self.last = {"t": t, "step": index, "dcm": xi.tolist(), "zmp_needed": best["local"].tolist(),
+                     "shift": shift.tolist(),
+                     "touchdown_in": tau, "residual": best["residual"].tolist()}
+        if float(np.linalg.norm(shift)) <= p.deadband and not changes:
+            return None
+        place = planned + shift if float(np.linalg.norm(shift)) > p.deadband else planned
+        decision = (tuple(place), t + tau, tuple(sorted(changes)))
+        if index in self._moved:
+            last_place, last_touchdown, last_changed = self._moved[index]
+            if (math.dist(place, last_place) <= p.update_distance
+                    and abs(t + tau - last_touchdown) < p.update_time - 1e-9
+                    and set(decision[2]) <= set(last_changed)):
+                return None
+        steps = adjusted_steps(timeline, index, place, self.limits, changes)
+        if steps == timeline.steps:
+            self._moved[index] = decision
+            return None
+        self._moved[index] = decision
         self.adjustments += 1
         return steps
 

@@ -199,8 +199,9 @@ class WalkSupervisorParameters:
         stand_follow_time: How long [s] (sensor time) the feet must stay off Stand's before it follows.
         step_adjustment: Step adjustment from the measured DCM (:mod:`.step_adjustment`; needs the robot):
             on every sample of a walk, a swinging step the DCM error needs elsewhere is moved (within the
-            behavior's step limits; committed indices stay) and the adjusted plan published. Disabled by
-            default: never called.
+            behavior's step limits; committed indices stay) and the adjusted plan published; with its
+            ``adapt_timing``, its touchdown also moved in time (its duration) and the next step moved out.
+            Disabled by default: never called.
         recovery_step: Standing recovery steps from the measured DCM (:mod:`.recovery_step`; needs the robot):
             standing, when the DCM leaves the support polygon, a recovery walk (goal id a
             :class:`RecoveryStepId`, its own quick timing, within the behavior's step limits) starts at once;
@@ -530,8 +531,10 @@ class WalkSupervisor:
         if not moved:
             return status
         dx, dy = self._adjuster.last["shift"]
+        touchdown = self._adjuster.last.get("touchdown_in")
+        timing = "" if touchdown is None else f", touchdown in {touchdown:.3f} s"
         self._log.info(f"goal {goal_name(core.goal_id)}: step {', '.join(map(str, moved))} moved by the DCM "
-                       f"error (shift {dx:.3f}, {dy:.3f} m at t = {core.time:.3f} s)")
+                       f"error (shift {dx:.3f}, {dy:.3f} m{timing} at t = {core.time:.3f} s)")
         return dataclasses.replace(core.status, t_step_rem=status.t_step_rem, result=status.result)
 
     def reject(self, reason: str) -> SupervisorOutput:

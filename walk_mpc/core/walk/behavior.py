@@ -547,10 +547,12 @@ class WalkBehavior:
     def adjust_steps(self, steps: Sequence[Step]) -> Tuple[int, ...]:
         """Move committed steps that have not touched down (step adjustment from the measured DCM): each of
         ``steps`` whose index is committed and after the current step replaces the committed step where it
-        lands (position and yaw; index, foot, duration and swing height stay). Nothing else changes: the
-        indices stay committed, ``step_queue_saturated`` and the timeline show the moved steps, the steps the
-        user sent (and may re-send identically) stay as sent. The caller keeps the moved steps within the
-        step limits (:func:`~walk_mpc.core.control.step_adjustment.adjusted_steps`).
+        lands (position and yaw) and its duration (step timing adaptation; index, foot and swing height
+        stay). Nothing else changes: the indices stay committed, ``step_queue_saturated`` and the timeline
+        show the moved steps, the steps the user sent (and may re-send identically) stay as sent. The caller
+        keeps the moved steps within the step limits
+        (:func:`~walk_mpc.core.control.step_adjustment.adjusted_steps`) and a shortened step's touchdown
+        after the current time.
 
         Returns:
             The indices of the steps moved (none while standing or stopping after the last step).
@@ -563,10 +565,12 @@ class WalkBehavior:
             if not self._current < step.step_index <= self._last_committed:
                 continue
             committed = self._committed[k]
-            same = step.position == committed.position and step.yaw == committed.yaw
+            same = (step.position == committed.position and step.yaw == committed.yaw
+                    and step.duration == committed.duration)
             if step.foot != committed.foot or same:
                 continue
-            self._committed[k] = committed.replace(position=step.position, yaw=step.yaw)
+            self._committed[k] = committed.replace(position=step.position, yaw=step.yaw,
+                                                   duration=step.duration)
             previous = (FootPose.of_step(self._committed[k - 1]) if k > 0
                         else self._start_feet[step.foot.other])
             self._committed_flags[k] = saturate_step(self._committed_raw[k], previous, self.params.limits)[1]
