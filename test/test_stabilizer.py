@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import hashlib
 import math
@@ -134,3 +135,55 @@ def test_a_measured_dcm_ahead_of_the_reference_moves_the_com_target_back_and_the
     assert np.sign(log["zmp_desired"][0] - log["zmp_reference"][0]) == np.sign(error)
     assert np.sign(out.com_offset[0]) == -np.sign(error)
     assert abs(log["zmp_desired"][0]) <= 0.1  # inside the soles (x within +-0.1 m of the sole frames)
+
+
+def _with_forces(sample, left: float, right: float):
+    """The sample with its soles' contact sensors scaled to ``left`` and ``right`` [N] (0: off the ground)."""
+    contact = np.array(sample.contact, dtype=float)
+    names = list(sample.contact_names)
+    for prefix, total in (("left_foot", left), ("right_foot", right)):
+        rows = [names.index(f"{prefix}_{corner}") for corner in ("fl", "fr", "bl", "br")]
+        contact[rows] *= total / contact[rows].sum()
+    return dataclasses.replace(sample, contact=contact)
+
+
+def _bounced_landing(talos, drop: float):
+    """The soles' height offsets [m] (left, right) after a swinging left sole, its target ``drop`` [m] below
+    the right one's, planned on the ground again, touches it for one sample with a 2500 N impact and
+    bounces off for 0.1 s (a standing MuJoCo sample, its sole forces replaced)."""
+    feet = talos.foot_poses(talos.reference_configuration())
+    left = np.array(feet[talos.left_foot_frame][0]) - np.array([0.0, 0.0, drop])
+    soles = {Foot.LEFT: (left, 0.0), Foot.RIGHT: (feet[talos.right_foot_frame][0], 0.0)}
+    stabilizer = Stabilizer(talos, StabilizerParameters(enabled=True))
+    sample = _standing_samples(talos, 30)[-1]
+    stamp = 10**12
+    both = (Foot.LEFT, Foot.RIGHT)
+    plan = [(both, 450.0, 450.0)] * 10 + [((Foot.RIGHT,), 0.0, 900.0)] * 10
+    plan += [(both, 2500.0, 900.0)] + [(both, 0.0, 900.0)] * 10
+    for stance, f_left, f_right in plan:
+        stamp += 10**7
+        stabilizer.set_reference(_reference(talos, stamp, (0.0, 0.0, 0.0)))
+        out = stabilizer.observe(stamp, _with_forces(sample, f_left, f_right), soles, stance)
+    return out.sole_offsets[Foot.LEFT][2], out.sole_offsets[Foot.RIGHT][2]
+
+
+def test_a_step_down_whose_touchdown_bounces_the_sole_off_the_ground_is_a_late_landing_and_lowers_it(talos):
+    """Stepping down 20 cm (known stairs), a touchdown impact that bounces the sole off the ground is no
+    landing yet (landing_confirm_time): the late landing lowers the sole (the other rises). Before, the
+    impact counted as the landing and raised the sole, which then hovered through the double support (on
+    MuJoCo Talos tipped over the other sole's edge). A level landing keeps its first contact as its landing
+    (the bounced sole is not lowered: a robot tipping sideways lifts a sole too)."""
+    left, right = _bounced_landing(talos, 0.2)
+    assert left < -0.002
+    assert right == pytest.approx(-left)
+    left, right = _bounced_landing(talos, 0.0)
+    assert left > 0.0
+
+
+def test_landing_confirmation_parameters():
+    """landing_confirm_time 0 is the former stabilizer (every landing at its first contact); negative
+    values are refused."""
+    StabilizerParameters(landing_confirm_time=0.0, landing_confirm_drop=0.0)
+    for name in ("landing_confirm_time", "landing_confirm_drop"):
+        with pytest.raises(ParameterError):
+            StabilizerParameters(**{name: -0.01})
