@@ -130,3 +130,21 @@ def solo():
     from walk_mpc.core.body.robot import RobotModel
 
     return RobotModel(RobotModel.Parameters(robot="solo12"))
+
+
+# ------------------------------------------- benchmarks/robustness.py, for the balance tests
+@pytest.fixture(scope="module")
+def robustness():
+    """benchmarks/robustness.py as a module (its walks, pushes and terrain); skipped without MuJoCo."""
+    pytest.importorskip("mujoco")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import robustness as module
+
+    return module
+
+
+@pytest.fixture()
+def estimated(robustness, monkeypatch):
+    """benchmarks/robustness.py with the state estimated (every controller on the IMU and the legs)."""
+    monkeypatch.setattr(robustness, "ESTIMATED", True)
+    return robustness

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -112,21 +110,6 @@ def test_the_behavior_walks_a_goal_with_its_own_timing_then_stands():
 
 
 # ---------------------------------------------------------------------------------------------------- MuJoCo
-@pytest.fixture(scope="module")
-def robustness():
-    pytest.importorskip("mujoco")
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    import robustness as module
-
-    return module
-
-
-@pytest.fixture()
-def estimated(robustness, monkeypatch):
-    monkeypatch.setattr(robustness, "ESTIMATED", True)
-    return robustness
-
-
 def _standing_push(rb, impulse: float, direction: str, recover: bool):
     from walk_mpc.core.body.robot import RobotModel
 

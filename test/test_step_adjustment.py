@@ -4,8 +4,6 @@ adjusted committed steps, the supervisor and the in-process loop deciding alike,
 from __future__ import annotations
 
 import dataclasses
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -91,21 +89,6 @@ def test_behavior_moves_committed_steps_without_changing_their_indices():
 
 
 # ---------------------------------------------------------------------------------------------------- MuJoCo
-@pytest.fixture(scope="module")
-def robustness():
-    pytest.importorskip("mujoco")
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    import robustness as module
-
-    return module
-
-
-@pytest.fixture()
-def estimated(robustness, monkeypatch):
-    monkeypatch.setattr(robustness, "ESTIMATED", True)
-    return robustness
-
-
 def _push_walk(rb, impulse: float, adjust: bool, direction: str = "backward"):
     from walk_mpc.core.body.robot import RobotModel
 
@@ -186,26 +169,12 @@ def test_a_step_moved_in_the_air_does_not_make_the_swing_foot_target_jump(estima
 
 def test_enabled_without_disturbance_changes_nothing_bit_for_bit(estimated):
     """Undisturbed, the adjuster decides nothing: the commands are those of the loop without it."""
+    from push_replay import undisturbed_commands
+
     from walk_mpc.core.body.robot import RobotModel
-    from walk_mpc.core.control.closed_loop import ClosedLoopParameters, ClosedLoopWalk
-    from walk_mpc.core.control.stabilizer import StabilizerParameters
-    from walk_mpc.core.sim.kinematic import KinematicSim
-    from walk_mpc.core.sim.mujoco import MujocoSim
 
     robot = RobotModel()
-    timeline = estimated.timeline_of(robot, estimated.Gait(steps=3))
-    commands = []
-    options = {"whole_body": {"stabilizer": StabilizerParameters(enabled=True)}}
-    for adjustment in (None, StepAdjustmentParameters(enabled=True)):
-        sim = MujocoSim(KinematicSim.Parameters(), MujocoSim.Parameters(), robot=robot)
-        truth = sim.sensor_sample
-        sim.sensor_sample = lambda truth=truth: dataclasses.replace(truth(), base_estimate_valid=False)
-        loop = ClosedLoopWalk(robot, sim, timeline, params=ClosedLoopParameters(settle_time=0.2),
-                              stage_options=options, step_adjustment=adjustment)
-        loop.keep_commands = True
-        loop.run(until=timeline.t_end)
-        assert len(loop.plans) == 1
-        commands.append(loop.commands)
+    commands = undisturbed_commands(estimated, robot, (None, StepAdjustmentParameters(enabled=True)))
     assert len(commands[0]) == len(commands[1])
     for a, b in zip(*commands):
         assert a.stamp_ns == b.stamp_ns and np.array_equal(a.positions, b.positions)
@@ -214,53 +183,13 @@ def test_enabled_without_disturbance_changes_nothing_bit_for_bit(estimated):
 def test_the_walk_supervisor_moves_the_steps_the_in_process_loop_moves(estimated):
     """The same samples (a pushed in-process walk, replayed) give the WalkSupervisor (the walk_behavior node's
     core) the same adjusted steps as the loop's plans: the graph and the loop run one adjuster."""
+    from push_replay import pushed_walk_replayed
+
     from walk_mpc.core.body.robot import RobotModel
-    from walk_mpc.core.control.closed_loop import ClosedLoopParameters, ClosedLoopWalk
-    from walk_mpc.core.control.stabilizer import StabilizerParameters
-    from walk_mpc.core.control.walk_supervisor import WalkSupervisor, WalkSupervisorParameters
-    from walk_mpc.core.sim.kinematic import KinematicSim
-    from walk_mpc.core.sim.mujoco import MujocoSim
 
-    robot = RobotModel()
-    gait = estimated.Gait(steps=6)
-    timeline = estimated.timeline_of(robot, gait)
-    t0, unit = estimated.push_directions(robot, gait, True)["backward"]
-    sim = MujocoSim(KinematicSim.Parameters(), MujocoSim.Parameters(), robot=robot)
-    truth = sim.sensor_sample
-    samples = []
-
-    def sample():
-        s = dataclasses.replace(truth(), base_estimate_valid=False)
-        samples.append(s)
-        return s
-
-    sim.sensor_sample = sample
-    adjustment = StepAdjustmentParameters(enabled=True)
-    loop = ClosedLoopWalk(robot, sim, timeline, params=ClosedLoopParameters(settle_time=0.2),
-                          stage_options={"whole_body": {"stabilizer": StabilizerParameters(enabled=True)}},
-                          step_adjustment=adjustment)
-    stamps = []
-    while sim.time < 4.0 - 1e-9:
-        pushing = t0 - 1e-9 <= sim.time < t0 + estimated.PUSH_DURATION - 1e-9
-        sim.set_base_force(np.array([unit[0], unit[1], 0.0]) * (370.0 if pushing else 0.0))
-        loop.step()
-        stamps.append(loop.stamp_ns(sim.state.step_count))
+    timeline, loop, supervisor, plans = pushed_walk_replayed(
+        estimated, RobotModel(), "backward", 370.0, 4.0, StepAdjustmentParameters(enabled=True))
     assert len(loop.plans) > 1  # the push moved steps
-    first = timeline.phases[0]
-    params = WalkSupervisorParameters(
-        behavior=WalkBehavior.Parameters(timing=timeline.timing), initial_feet=(first.left, first.right),
-        step_adjustment=adjustment, stand_follow_distance=0.0)
-    supervisor = WalkSupervisor(params, robot)
-    plans = []
-    # The walk starts at the loop's time 0: the stamp of the sample before the first one the loop stepped.
-    start = stamps[0] - round(sim.hardware_period * 1e9)
-    supervisor.observe(start, dataclasses.replace(samples[0], base_estimate_valid=False))
-    answer, _ = supervisor.submit_goal("push", list(timeline.steps), True)
-    assert answer.accepted
-    for stamp, s in zip(stamps, samples):
-        out = supervisor.observe(stamp, s)
-        if out.plan is not None and out.plan.walking:
-            plans.append(out.plan)
     # (The behavior's plans also change at the touchdowns that commit the last steps.)
     assert supervisor.step_adjuster.adjustments == loop.adjuster.adjustments == len(loop.plans) - 1
     ours, theirs = plans[-1].timeline.steps, loop.plans[-1].timeline.steps

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -203,17 +201,6 @@ def test_a_re_timed_swing_continues_from_where_the_foot_is_and_lands_on_time():
 
 
 # ---------------------------------------------------------------------------------------------------- MuJoCo
-@pytest.fixture(scope="module")
-def estimated():
-    pytest.importorskip("mujoco")
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    import robustness as module
-
-    saved = module.ESTIMATED
-    module.ESTIMATED = True
-    yield module
-    module.ESTIMATED = saved
-
 
 def _push_walk(rb, robot, impulse: float, adjustment, direction: str = "outward", planner=None):
     gait = rb.Gait(steps=6)
@@ -249,24 +236,9 @@ def test_an_outward_walking_push_that_fell_is_survived_with_step_timing(estimate
 def test_enabled_without_disturbance_changes_nothing_bit_for_bit(estimated, robot):
     """Undisturbed, step adjustment with timing decides nothing: the commands are those of the loop without
     it (and with the stabilizer off too: the defaults never call it)."""
-    from walk_mpc.core.control.closed_loop import ClosedLoopParameters, ClosedLoopWalk
-    from walk_mpc.core.control.stabilizer import StabilizerParameters
-    from walk_mpc.core.sim.kinematic import KinematicSim
-    from walk_mpc.core.sim.mujoco import MujocoSim
+    from push_replay import undisturbed_commands
 
-    timeline = estimated.timeline_of(robot, estimated.Gait(steps=3))
-    commands = []
-    options = {"whole_body": {"stabilizer": StabilizerParameters(enabled=True)}}
-    for adjustment in (None, TIMED):
-        sim = MujocoSim(KinematicSim.Parameters(), MujocoSim.Parameters(), robot=robot)
-        truth = sim.sensor_sample
-        sim.sensor_sample = lambda truth=truth: dataclasses.replace(truth(), base_estimate_valid=False)
-        loop = ClosedLoopWalk(robot, sim, timeline, params=ClosedLoopParameters(settle_time=0.2),
-                              stage_options=options, step_adjustment=adjustment)
-        loop.keep_commands = True
-        loop.run(until=timeline.t_end)
-        assert len(loop.plans) == 1
-        commands.append(loop.commands)
+    commands = undisturbed_commands(estimated, robot, (None, TIMED))
     assert len(commands[0]) == len(commands[1])
     for a, b in zip(*commands):
         assert a.stamp_ns == b.stamp_ns and np.array_equal(a.positions, b.positions)
@@ -275,50 +247,11 @@ def test_enabled_without_disturbance_changes_nothing_bit_for_bit(estimated, robo
 def test_the_walk_supervisor_re_times_the_steps_the_in_process_loop_re_times(estimated, robot):
     """The same samples (an in-process walk pushed outward, replayed) give the WalkSupervisor (the
     walk_behavior node's core) the same adjusted steps, durations included, as the loop's plans."""
-    from walk_mpc.core.control.closed_loop import ClosedLoopParameters, ClosedLoopWalk
-    from walk_mpc.core.control.stabilizer import StabilizerParameters
-    from walk_mpc.core.control.walk_supervisor import WalkSupervisor, WalkSupervisorParameters
-    from walk_mpc.core.sim.kinematic import KinematicSim
-    from walk_mpc.core.sim.mujoco import MujocoSim
+    from push_replay import pushed_walk_replayed
 
-    gait = estimated.Gait(steps=6)
-    timeline = estimated.timeline_of(robot, gait)
-    t0, unit = estimated.push_directions(robot, gait, True)["outward"]
-    sim = MujocoSim(KinematicSim.Parameters(), MujocoSim.Parameters(), robot=robot)
-    truth = sim.sensor_sample
-    samples = []
-
-    def sample():
-        s = dataclasses.replace(truth(), base_estimate_valid=False)
-        samples.append(s)
-        return s
-
-    sim.sensor_sample = sample
-    loop = ClosedLoopWalk(robot, sim, timeline, params=ClosedLoopParameters(settle_time=0.2),
-                          stage_options={"whole_body": {"stabilizer": StabilizerParameters(enabled=True)}},
-                          step_adjustment=TIMED)
-    stamps = []
-    while sim.time < 4.2 - 1e-9:
-        pushing = t0 - 1e-9 <= sim.time < t0 + estimated.PUSH_DURATION - 1e-9
-        sim.set_base_force(np.array([unit[0], unit[1], 0.0]) * (190.0 if pushing else 0.0))
-        loop.step()
-        stamps.append(loop.stamp_ns(sim.state.step_count))
+    timeline, loop, supervisor, plans = pushed_walk_replayed(estimated, robot, "outward", 190.0, 4.2, TIMED)
     retimed = [s for s, c in zip(loop.plans[-1].timeline.steps, timeline.steps) if s.duration != c.duration]
     assert retimed  # the push changed step durations
-    first = timeline.phases[0]
-    params = WalkSupervisorParameters(
-        behavior=WalkBehavior.Parameters(timing=timeline.timing), initial_feet=(first.left, first.right),
-        step_adjustment=TIMED, stand_follow_distance=0.0)
-    supervisor = WalkSupervisor(params, robot)
-    plans = []
-    start = stamps[0] - round(sim.hardware_period * 1e9)
-    supervisor.observe(start, dataclasses.replace(samples[0], base_estimate_valid=False))
-    answer, _ = supervisor.submit_goal("push", list(timeline.steps), True)
-    assert answer.accepted
-    for stamp, s in zip(stamps, samples):
-        out = supervisor.observe(stamp, s)
-        if out.plan is not None and out.plan.walking:
-            plans.append(out.plan)
     assert supervisor.step_adjuster.adjustments == loop.adjuster.adjustments == len(loop.plans) - 1
     ours, theirs = plans[-1].timeline.steps, loop.plans[-1].timeline.steps
     assert [(s.step_index, s.foot) for s in ours] == [(s.step_index, s.foot) for s in theirs]
