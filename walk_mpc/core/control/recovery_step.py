@@ -49,6 +49,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from walk_mpc.core.body.robot import RobotModel
+from walk_mpc.core.control.stabilizer import clamp_to_polygon, convex_hull
 from walk_mpc.core.control.step_adjustment import measure_dcm
 from walk_mpc.core.errors import ParameterError
 from walk_mpc.core.params import check_nonnegative, check_positive
@@ -121,42 +122,14 @@ def support_hull(feet: Sequence[FootPose], sole) -> np.ndarray:
         for x, y in ((sole.front, sole.left), (sole.front, -sole.right), (-sole.back, -sole.right),
                      (-sole.back, sole.left)):
             points.append((foot.position[0] + c * x - s * y, foot.position[1] + s * x + c * y))
-    points = sorted(set(points))
-    if len(points) < 3:
-        return np.asarray(points, dtype=float)
-
-    def cross(o, a, b):
-        return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
-
-    lower: list = []
-    upper: list = []
-    for p in points:
-        while len(lower) >= 2 and cross(lower[-2], lower[-1], p) <= 0.0:
-            lower.pop()
-        lower.append(p)
-    for p in reversed(points):
-        while len(upper) >= 2 and cross(upper[-2], upper[-1], p) <= 0.0:
-            upper.pop()
-        upper.append(p)
-    return np.asarray(lower[:-1] + upper[:-1], dtype=float)
+    return convex_hull(np.asarray(points, dtype=float)).astype(float)
 
 
 def outside_offset(point: Sequence[float], hull: np.ndarray) -> np.ndarray:
     """Offset (x, y) [m] of ``point`` from the nearest point of the convex polygon ``hull``
     (counter-clockwise), zero inside it."""
     p = np.asarray(point, dtype=float)
-    inside = True
-    best, offset = math.inf, np.zeros(2)
-    for k in range(len(hull)):
-        a, b = hull[k], hull[(k + 1) % len(hull)]
-        edge = b - a
-        if edge[0] * (p[1] - a[1]) - edge[1] * (p[0] - a[0]) < 0.0:
-            inside = False
-        s = min(1.0, max(0.0, float(np.dot(p - a, edge) / max(1e-12, float(np.dot(edge, edge))))))
-        d = p - (a + s * edge)
-        if float(np.linalg.norm(d)) < best:
-            best, offset = float(np.linalg.norm(d)), d
-    return np.zeros(2) if inside else offset
+    return p - clamp_to_polygon(p, hull)
 
 
 def distance_outside(point: Sequence[float], hull: np.ndarray) -> float:
