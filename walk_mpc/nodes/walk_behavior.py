@@ -249,9 +249,9 @@ class WalkBehaviorNodeParameters:
     goal_pose_frame: str = "world"
     goal_pose: GoalPoseParameters = dataclasses.field(default_factory=GoalPoseParameters)
     stamps: StampGuardParameters = dataclasses.field(default_factory=StampGuardParameters)
-    stand_follow_distance: float = 0.02
-    stand_follow_yaw: float = 0.05
-    stand_follow_time: float = 0.2
+    stand_follow_distance: float = WalkSupervisorParameters.stand_follow_distance  # (the core's defaults)
+    stand_follow_yaw: float = WalkSupervisorParameters.stand_follow_yaw
+    stand_follow_time: float = WalkSupervisorParameters.stand_follow_time
     step_adjustment: StepAdjustmentParameters = dataclasses.field(default_factory=StepAdjustmentParameters)
     recovery_step: RecoveryStepParameters = dataclasses.field(default_factory=RecoveryStepParameters)
 
