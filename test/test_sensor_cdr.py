@@ -148,7 +148,8 @@ def random_reference_msg(rng: random.Random):
                        time_from_stamp=[rng.uniform(0, 0.1) for _ in range(n)],
                        com_position=points(Point, n if rng.random() < 0.8 else rng.randrange(0, 4)),
                        com_velocity=points(Vector3, rng.choice([n, 0])),
-                       zmp=points(Point, rng.choice([n, 0, 1])))
+                       zmp=points(Point, rng.choice([n, 0, 1])),
+                       sole_tilt=[rng.uniform(-0.3, 0.3) for _ in range(rng.choice([0, 0, 4 * n, 3]))])
     msg.header.stamp.sec, msg.header.stamp.nanosec = rng.randrange(0, 2**31), rng.randrange(0, 10**9)
     msg.header.frame_id = "w" * rng.randrange(0, 9)
     return msg
@@ -169,7 +170,7 @@ def test_a_com_reference_written_deserializes_to_the_message_and_reads_as_its_co
             rows = [np.array([(p.x, p.y, p.z) for p in getattr(msg, f)]).reshape(-1, 3)
                     for f in ("com_position", "com_velocity", "zmp")]
             written = com_reference_cdr(stamp_ns(msg.header.stamp), msg.header.frame_id, msg.plan_id,
-                                        list(msg.time_from_stamp), *rows)
+                                        list(msg.time_from_stamp), *rows, list(msg.sole_tilt))
             assert deserialize_message(written, ComReference) == msg
         got, want = com_reference_input(serialize_message(msg)), com_reference_from_msg(msg)
         assert type(got) is type(want)
@@ -178,6 +179,11 @@ def test_a_com_reference_written_deserializes_to_the_message_and_reads_as_its_co
         for field in ("com_position", "com_velocity", "zmp"):
             if hasattr(want, field):
                 assert getattr(got, field).tobytes() == getattr(want, field).tobytes(), field
+        if hasattr(want, "sole_tilt"):  # known sloped ground: 4 tilts per time, else None (level)
+            assert (got.sole_tilt is None) == (want.sole_tilt is None) == (len(msg.sole_tilt) < 8
+                                                                           or not any(msg.sole_tilt))
+            if want.sole_tilt is not None:
+                assert got.sole_tilt.tobytes() == want.sole_tilt.tobytes()
     with pytest.raises(InputError):
         com_reference_input(b"\x00\x01\x00\x00" + b"\xff" * 7)
 

@@ -187,3 +187,35 @@ def test_landing_confirmation_parameters():
     for name in ("landing_confirm_time", "landing_confirm_drop"):
         with pytest.raises(ParameterError):
             StabilizerParameters(**{name: -0.01})
+
+
+def test_on_known_sloped_ground_the_sole_offsets_are_the_ground_tilt_with_the_ankle_offsets_about_its_axes(
+        talos):
+    """The reference's sole tilts (StepData normal) become the output's roll and pitch, which the stage turns
+    into ``sole_rotation(yaw, roll, pitch)``: without ankle offsets the sole lies on its ground; with them,
+    its inclination is the tilted sole's rotated by them about its own axes; level ground leaves the output
+    as it was (no tilt given)."""
+    from walk_mpc.core.body.robot import roll_pitch_of
+
+    stabilizer = Stabilizer(talos, StabilizerParameters(enabled=True))
+    zeros = np.zeros((2, 3))
+    tilt = np.array([[[0.02, -0.17], [0.0, -0.1]], [[0.02, -0.16], [0.0, -0.1]]])
+    level = CoMReference(1, 1, (0.02, 0.04), zeros, zeros, zeros)
+    assert level.sole_tilt is None and CoMReference(1, 1, (0.02, 0.04), zeros, zeros, zeros,
+                                                    np.zeros((2, 2, 2))).sole_tilt is None
+    stabilizer.set_reference(CoMReference(1, 1, (0.02, 0.04), zeros, zeros, zeros, tilt))
+    out = stabilizer.output
+    for foot in Foot:
+        assert out.sole_offsets[foot][:2] == pytest.approx(tuple(tilt[0, int(foot)]), abs=1e-15)
+    assert not out.active  # no offsets: the stage keeps its (tilted) targets
+    ankle = {Foot.LEFT: np.array([0.03, -0.05]), Foot.RIGHT: np.array([-0.02, 0.04])}
+    stabilizer._ankle = ankle
+    stabilizer._publish()
+    for foot in Foot:
+        roll, pitch, _ = stabilizer.output.sole_offsets[foot]
+        wanted = sole_rotation(0.0, *tilt[0, int(foot)]) @ sole_rotation(0.0, *ankle[foot])
+        np.testing.assert_allclose(sole_rotation(0.3, roll, pitch)[2], wanted[2], atol=1e-12)  # inclination
+        assert roll_pitch_of(wanted) == pytest.approx((roll, pitch), abs=1e-12)
+    stabilizer.set_reference(level)
+    for foot in Foot:
+        assert stabilizer.output.sole_offsets[foot][:2] == tuple(float(a) for a in ankle[foot])

@@ -290,3 +290,103 @@ def test_planned_foot_poses_override_the_forward_kinematics(talos):
     np.testing.assert_allclose(targets.foot_rotations[talos.left_foot_frame], np.eye(3), atol=1e-15)
     fk_right = talos.foot_poses(q)[talos.right_foot_frame][1]
     np.testing.assert_allclose(targets.foot_rotations[talos.right_foot_frame], fk_right, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------- known sloped ground (normals)
+def test_a_sole_on_sloped_ground_has_the_normal_as_its_z_axis_and_keeps_its_yaw():
+    """The orientation from StepData's normal: z axis = the normal, x axis in the vertical plane of the
+    heading (the yaw is the step's), for random headings and normals up to MAX_GROUND_TILT (seeded)."""
+    from walk_mpc.core.body.robot import roll_pitch_of, sole_rotation
+    from walk_mpc.core.walk.step import MAX_GROUND_TILT, ground_tilt
+
+    rng = np.random.default_rng(18)
+    for _ in range(200):
+        yaw = rng.uniform(-math.pi, math.pi)
+        tilt, direction = rng.uniform(0.0, MAX_GROUND_TILT), rng.uniform(-math.pi, math.pi)
+        normal = (math.sin(tilt) * math.cos(direction), math.sin(tilt) * math.sin(direction), math.cos(tilt))
+        step = Step(1, Foot.LEFT, 1.0, (0.0, 0.0, 0.0), yaw=yaw, normal=normal)
+        roll, pitch = step.tilt
+        rotation = sole_rotation(yaw, roll, pitch)
+        np.testing.assert_allclose(rotation[:, 2], normal, atol=1e-12)
+        assert yaw_of(rotation) == pytest.approx(math.remainder(yaw, 2 * math.pi), abs=1e-12)
+        heading = np.array([math.cos(yaw), math.sin(yaw), 0.0])
+        assert np.cross(heading, [0.0, 0.0, 1.0]) @ rotation[:, 0] == pytest.approx(0.0, abs=1e-12)
+        assert roll_pitch_of(rotation) == pytest.approx((roll, pitch), abs=1e-12)
+        assert ground_tilt(yaw, normal) == pytest.approx((roll, pitch), abs=1e-12)
+    # A 10 degree slope up along +x: the toe up (negative pitch), no roll; across it: a roll.
+    up = (-math.sin(math.radians(10.0)), 0.0, math.cos(math.radians(10.0)))
+    assert ground_tilt(0.0, up) == pytest.approx((0.0, -math.radians(10.0)))
+    assert ground_tilt(0.5 * math.pi, up) == pytest.approx((-math.radians(10.0), 0.0))  # rising on the right
+    assert ground_tilt(0.3, (0.0, 0.0, 1.0)) == (0.0, 0.0)
+
+
+@pytest.mark.parametrize("normal, match", [
+    ((0.0, 0.0, 0.0), "normal .* has zero length; expected a unit ground normal"),
+    ((math.nan, 0.0, 1.0), "normal .* is not 3 finite numbers"),
+    ((0.0, math.inf, 1.0), "normal .* is not 3 finite numbers"),
+    ((math.sin(0.5), 0.0, math.cos(0.5)), r"normal .* is 28.6 deg from the vertical; expected at most 25"),
+    ((0.0, 0.0, -1.0), r"is 180.0 deg from the vertical; expected at most 25 deg .* positive z"),
+    ((1.0, 0.0), "normal .* is not 3 finite numbers"),
+])
+def test_an_invalid_normal_is_refused_naming_it_and_what_is_expected(normal, match):
+    from walk_mpc.core.errors import InvalidStepError
+
+    with pytest.raises(InvalidStepError, match=match):
+        Step(1, Foot.LEFT, 1.0, (0.0, 0.0, 0.0), normal=normal)
+    if len(normal) == 3 and all(math.isfinite(v) for v in normal):
+        with pytest.raises(InvalidStepError, match=match):
+            FootPose((0.0, 0.0, 0.0), 0.0, normal)
+
+
+def test_a_normal_is_scaled_to_unit_length_and_the_vertical_is_level_ground():
+    step = Step(1, Foot.LEFT, 1.0, (0.0, 0.0, 0.0), normal=(0.0, 0.1, 2.0))
+    assert math.hypot(*step.normal) == pytest.approx(1.0)
+    assert Step(1, Foot.LEFT, 1.0, (0.0, 0.0, 0.0), normal=(0.0, 0.0, 3.0)).normal == (0.0, 0.0, 1.0)
+    assert FootPose.of_step(step).normal == step.normal and not FootPose.of_step(step).level
+
+
+def ramp_walk(degrees=10.0):
+    """Two steps onto a slope of ``degrees`` along +x (the plan knows its heights and normal), one beyond."""
+    a = math.radians(degrees)
+    normal = (-math.sin(a), 0.0, math.cos(a))
+    steps = [Step(1, Foot.LEFT, 1.0, (0.2, 0.085, 0.0)),
+             Step(2, Foot.RIGHT, 1.0, (0.4, -0.085, 0.2 * math.tan(a)), normal=normal),
+             Step(3, Foot.LEFT, 1.0, (0.6, 0.085, 0.4 * math.tan(a)), normal=normal)]
+    return Timeline(LEFT0, RIGHT0, steps, TIMING)
+
+
+def test_soles_land_and_stand_flat_on_known_sloped_ground_and_swing_from_one_tilt_to_the_other():
+    from walk_mpc.core.body.robot import sole_rotation
+    from walk_mpc.core.body.targets import sole_tilts_at
+
+    timeline = ramp_walk()
+    slope = math.radians(10.0)
+    for phase in timeline.phases:
+        if phase.kind is not PhaseKind.SINGLE:
+            continue
+        foot = phase.swing_foot
+        ends = [walk_pose_targets(timeline, t) for t in (phase.t_start, phase.t_end)]
+        start_pose, end_pose = phase.swing_start, phase.foot(foot)
+        for targets, pose in zip(ends, (start_pose, end_pose)):
+            rotation = targets.foot_rotations[foot]
+            np.testing.assert_allclose(rotation, sole_rotation(pose.yaw, *pose.tilt), atol=1e-12)
+            np.testing.assert_allclose(rotation[:, 2], pose.normal, atol=1e-12)
+        stance = walk_pose_targets(timeline, 0.5 * (phase.t_start + phase.t_end)).foot_rotations[foot.other]
+        np.testing.assert_allclose(stance[:, 2], phase.foot(foot.other).normal, atol=1e-12)
+        times = np.linspace(phase.t_start, phase.t_end, 50)
+        pitches = [sole_tilts_at(timeline, t)[int(foot)][1] for t in times]
+        assert all(min(a, b) - 1e-12 <= p <= max(a, b) + 1e-12 for p, a, b in
+                   zip(pitches, [start_pose.tilt[1]] * 50, [end_pose.tilt[1]] * 50))
+        assert np.all(np.diff(pitches) <= 1e-12) or np.all(np.diff(pitches) >= -1e-12)  # monotonic
+    for tilt in sole_tilts_at(timeline, timeline.t_end + 1.0):  # standing on the slope
+        assert tilt == pytest.approx((0.0, -slope))
+
+
+def test_on_level_ground_the_sole_rotations_are_the_yaw_rotations_bit_for_bit():
+    timeline = turning_walk()
+    for t in sample_times(timeline, 60):
+        targets = walk_pose_targets(timeline, t)
+        feet = foot_targets_at(timeline, t)
+        for foot in Foot:
+            assert targets.foot_rotations[foot].tobytes() == rotation_z(feet[foot].yaw).tobytes()
+            assert feet[foot].tilt == (0.0, 0.0)

@@ -50,7 +50,28 @@ def com_reference_input(msg) -> Union[CoMReference, BadReference]:
     def rows(points: np.ndarray) -> np.ndarray:
         return points[:2] if len(points) >= 2 else np.zeros((2, 3))
 
-    return CoMReference(now, plan_id, times[:2], rows(coms), rows(fields.com_velocity), rows(fields.zmp))
+    tilt = _sole_tilt(now, plan_id, fields.sole_tilt)
+    if isinstance(tilt, BadReference):
+        return tilt
+    return CoMReference(now, plan_id, times[:2], rows(coms), rows(fields.com_velocity), rows(fields.zmp),
+                        tilt)
+
+
+def _sole_tilt(now: int, plan_id: int, values) -> Union[np.ndarray, None, BadReference]:
+    """The (2, 2, 2) sole tilts of a ComReference's ``sole_tilt`` (its first two instants), None when empty
+    (level ground), or a :class:`BadReference` saying what is malformed."""
+    values = np.asarray(values, dtype=float).reshape(-1)
+    if not values.size:
+        return None
+    if values.size < 8 or values.size % 4:
+        return BadReference(now, plan_id, f"reference has {values.size} sole tilt values; expected 4 per "
+                            "time (left roll, left pitch, right roll, right pitch) for 2 times or more, or "
+                            "none")
+    tilt = values[:8].reshape(2, 2, 2)
+    if not np.all(np.isfinite(tilt)) or np.any(np.abs(tilt) > 0.5 * np.pi):
+        return BadReference(now, plan_id, f"reference sole tilts {tilt.reshape(-1).tolist()} are not finite "
+                            "roll and pitch angles within +-pi/2 rad")
+    return tilt
 
 
 def com_reference_from_msg(msg: ComReference) -> Union[CoMReference, BadReference]:
@@ -65,7 +86,10 @@ def com_reference_from_msg(msg: ComReference) -> Union[CoMReference, BadReferenc
     def rows(points) -> np.ndarray:
         return np.array([(p.x, p.y, p.z) for p in points[:2]]) if len(points) >= 2 else np.zeros((2, 3))
 
-    return CoMReference(now, plan_id, times[:2], rows(coms), rows(msg.com_velocity), rows(msg.zmp))
+    tilt = _sole_tilt(now, plan_id, msg.sole_tilt)
+    if isinstance(tilt, BadReference):
+        return tilt
+    return CoMReference(now, plan_id, times[:2], rows(coms), rows(msg.com_velocity), rows(msg.zmp), tilt)
 
 
 class JointMessages:

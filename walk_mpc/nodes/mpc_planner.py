@@ -294,7 +294,8 @@ class MpcPlannerNode(GraphNode):
         """The serialized ComReference of ``reference`` stamped ``stamp_ns`` (>= 0): no message objects
         (:func:`~walk_mpc.nodes.sensor_cdr.com_reference_cdr`)."""
         return com_reference_cdr(stamp_ns, self.params.frame_id, reference.plan_id, reference.times,
-                                 reference.com_position, reference.com_velocity, reference.zmp)
+                                 reference.com_position, reference.com_velocity, reference.zmp,
+                                 reference.sole_tilt)
 
     def _publish_timing(self, now: int, status: int, solve_time: float, start: float,
                         reason: str = "") -> None:

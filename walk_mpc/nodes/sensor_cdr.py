@@ -341,10 +341,11 @@ def deserialized(data: bytes, msg_type):
 
 
 def com_reference_cdr(stamp_ns: int, frame_id: str, plan_id: int, times, com_position, com_velocity,
-                      zmp) -> bytes:
+                      zmp, sole_tilt=()) -> bytes:
     """The serialized ``ComReference`` (CDR_LE) of a reference stamped ``stamp_ns`` [ns] (>= 0): the message
-    ``ComReference(plan_id, time_from_stamp=times, com_position=..., com_velocity=..., zmp=...)`` as
-    ``serialize_message`` writes it (the arrays of positions and velocities are (n, 3))."""
+    ``ComReference(plan_id, time_from_stamp=times, com_position=..., com_velocity=..., zmp=...,
+    sole_tilt=...)`` as ``serialize_message`` writes it (the arrays of positions and velocities are (n, 3);
+    ``sole_tilt`` flattened, empty on level ground)."""
     w = _Writer()
     w.raw(_STAMP.pack(*divmod(int(stamp_ns), 1_000_000_000)))
     w.raw(_names_bytes((frame_id,))[4:])
@@ -353,14 +354,16 @@ def com_reference_cdr(stamp_ns: int, frame_id: str, plan_id: int, times, com_pos
     w.doubles(_f64(times))
     for rows in (com_position, com_velocity, zmp):
         w.rows(_f64(rows).reshape(-1, 3))
+    w.doubles(_f64(() if sole_tilt is None else sole_tilt).reshape(-1))
     return b"".join(w.parts)
 
 
 class ComReferenceFields:
     """The fields of a serialized ``ComReference`` the ik reads: ``stamp_ns``, ``plan_id``, ``times`` (list),
-    ``com_position``, ``com_velocity``, ``zmp`` ((n, 3) float64 arrays)."""
+    ``com_position``, ``com_velocity``, ``zmp`` ((n, 3) float64 arrays), ``sole_tilt`` (flat float64
+    array)."""
 
-    __slots__ = ("stamp_ns", "plan_id", "times", "com_position", "com_velocity", "zmp")
+    __slots__ = ("stamp_ns", "plan_id", "times", "com_position", "com_velocity", "zmp", "sole_tilt")
 
     def __init__(self, cursor: _Cursor) -> None:
         sec, nanosec = cursor.stamp()
@@ -369,6 +372,7 @@ class ComReferenceFields:
         self.plan_id = cursor.u32()
         self.times = cursor.doubles().tolist()
         self.com_position, self.com_velocity, self.zmp = (cursor.doubles(3) for _ in range(3))
+        self.sole_tilt = cursor.doubles()
 
 
 def read_com_reference(data: bytes) -> Optional[ComReferenceFields]:

@@ -276,6 +276,19 @@ class RetargetedPhase(Phase):
     retarget: Optional[SwingRetarget] = None
 
 
+def phase_swing_tilt(phase: Phase, s: float) -> tuple[float, float]:
+    """Roll and pitch [rad] of the swing sole at normalised time ``s`` in [0, 1] of a single-support
+    ``phase``: from its lift-off ground's tilt to its touchdown ground's (their normals,
+    :attr:`~walk_mpc.core.walk.timeline.FootPose.tilt`) on the horizontal blend (as the yaw), so that it lands
+    flat on sloped ground; ``(0.0, 0.0)`` exactly between level grounds."""
+    start, end = phase.swing_start, phase.foot(phase.swing_foot)
+    if start.level and end.level:
+        return 0.0, 0.0
+    (roll0, pitch0), (roll1, pitch1) = start.tilt, end.tilt
+    b = horizontal_blend(s, end.position[2] - start.position[2])[0]
+    return roll0 + (roll1 - roll0) * b, pitch0 + (pitch1 - pitch0) * b
+
+
 def phase_swing_position_yaw(phase: Phase, s: float) -> tuple[tuple[float, float, float], float]:
     """Swing foot position and yaw at normalised time ``s`` in [0, 1] of a single-support ``phase`` of a
     timeline (its ``swing_start`` to its touchdown pose, re-planned where it carries a

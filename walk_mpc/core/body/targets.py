@@ -5,7 +5,10 @@ Walking (:func:`walk_targets`): at time ``t`` of a :class:`~walk_mpc.core.walk.t
 * the stance feet are at their planned poses (the phase's ``left`` / ``right``) exactly;
 * in single support the swing foot follows :func:`~walk_mpc.core.body.swing.swing_pose` from the phase's
   ``swing_start`` to its touchdown pose, with the phase progress as normalised swing time;
-* soles are flat (rotation about the world z axis by their yaw);
+* soles lie flat on their ground: turned by their yaw about the world z axis, rolled and pitched by the
+  ground's normal (:attr:`~walk_mpc.core.walk.timeline.FootPose.tilt`, ``Rz(yaw) Ry(pitch) Rx(roll)``; level
+  ground: the rotation about z alone, bit for bit); the swing sole's tilt goes from its lift-off ground's to
+  its touchdown ground's (:func:`~walk_mpc.core.body.swing.phase_swing_tilt`);
 * the torso yaw is the mean of the two feet's yaws (on the circle), times an optional constant tilt
   (e.g. the reference posture's torso pitch);
 * the CoM is the MPC's reference for that instant.
@@ -32,8 +35,13 @@ import numpy as np
 from walk_mpc.core._validate import finite_number, finite_vector
 from walk_mpc.core.body.gesture import GestureController, inverse_transform
 from walk_mpc.core.body.ik import IKTargets, _posture_vector, _rotation
-from walk_mpc.core.body.robot import RobotModel, rotation_z, yaw_of
-from walk_mpc.core.body.swing import phase_swing_position_yaw, swing_position_yaw, wrap_angle
+from walk_mpc.core.body.robot import RobotModel, rotation_z, sole_rotation, yaw_of
+from walk_mpc.core.body.swing import (
+    phase_swing_position_yaw,
+    phase_swing_tilt,
+    swing_position_yaw,
+    wrap_angle,
+)
 from walk_mpc.core.errors import InputError, ShapeError
 from walk_mpc.core.walk.step import Foot
 from walk_mpc.core.walk.timeline import PhaseKind, Timeline
@@ -47,11 +55,18 @@ class FootTarget:
         position: Sole position in the world frame [m], shape (3,) (read-only).
         yaw: Sole yaw in the world frame [rad].
         swinging: True when the foot is in the air (single support, swing foot).
+        tilt: Roll and pitch [rad] of the sole (its ground's, :func:`sole_tilts_at`).
     """
 
     position: np.ndarray
     yaw: float
     swinging: bool = False
+    tilt: tuple = (0.0, 0.0)
+
+    @property
+    def rotation(self) -> np.ndarray:
+        """The sole's orientation, ``Rz(yaw) Ry(pitch) Rx(roll)`` (3x3)."""
+        return _sole_rotation(self.yaw, self.tilt)
 
 
 def foot_targets_at(timeline: Timeline, t: float) -> dict[Foot, FootTarget]:
@@ -60,8 +75,35 @@ def foot_targets_at(timeline: Timeline, t: float) -> dict[Foot, FootTarget]:
     Stance feet are at the phase's poses; the swing foot of a single-support phase follows
     :func:`swing_pose` with ``s = phase.progress(t)``.
     """
-    feet = _feet_at(timeline, finite_number("t", t))
-    return {foot: FootTarget(position, yaw, swinging) for foot, (position, yaw, swinging) in zip(Foot, feet)}
+    t = finite_number("t", t)
+    feet = _feet_at(timeline, t)
+    tilts = sole_tilts_at(timeline, t)
+    return {foot: FootTarget(position, yaw, swinging, tilt)
+            for foot, (position, yaw, swinging), tilt in zip(Foot, feet, tilts)}
+
+
+def sole_tilts_at(timeline: Timeline, t: float) -> tuple[tuple[float, float], tuple[float, float]]:
+    """Roll and pitch [rad] of the left then the right sole at time ``t`` [s] of ``timeline``: their ground's
+    (StepData normal, :attr:`~walk_mpc.core.walk.timeline.FootPose.tilt`), the swing sole's on its way from
+    its lift-off ground's to its touchdown ground's (:func:`~walk_mpc.core.body.swing.phase_swing_tilt`);
+    ``(0.0, 0.0)`` exactly on level ground."""
+    phase = timeline.phase_at(t)
+    swing = phase.swing_foot if phase.kind is PhaseKind.SINGLE else None
+    tilts = []
+    for foot in (Foot.LEFT, Foot.RIGHT):
+        if foot is swing:
+            tilts.append(phase_swing_tilt(phase, phase.progress(t)))
+        else:
+            pose = phase.foot(foot)
+            tilts.append((0.0, 0.0) if pose.level else pose.tilt)
+    return tilts[0], tilts[1]
+
+
+def _sole_rotation(yaw: float, tilt: tuple) -> np.ndarray:
+    """``rotation_z(yaw)`` on level ground (bit for bit), else ``sole_rotation(yaw, roll, pitch)``."""
+    if tilt[0] == 0.0 and tilt[1] == 0.0:
+        return rotation_z(yaw)
+    return sole_rotation(yaw, tilt[0], tilt[1])
 
 
 def _feet_at(timeline: Timeline, t: float) -> tuple[tuple[np.ndarray, float, bool], ...]:
@@ -127,7 +169,9 @@ def walk_pose_targets(timeline: Timeline, t: float, torso_tilt=None, posture=Non
     Raises:
         InputError: If ``t`` is not finite or the tilted torso orientation is not a rotation.
     """
-    (left, left_yaw, _), (right, right_yaw, _) = _feet_at(timeline, finite_number("t", t))
+    t = finite_number("t", t)
+    (left, left_yaw, _), (right, right_yaw, _) = _feet_at(timeline, t)
+    left_tilt, right_tilt = sole_tilts_at(timeline, t)
     # Timeline poses and rotations about z are valid by construction: no IKTargets checks for them.
     torso = rotation_z(torso_yaw(left_yaw, right_yaw))
     if torso_tilt is not None:
@@ -135,7 +179,8 @@ def walk_pose_targets(timeline: Timeline, t: float, torso_tilt=None, posture=Non
     return IKTargets._trusted(
         com_position=None,
         foot_positions={Foot.LEFT: left, Foot.RIGHT: right},
-        foot_rotations={Foot.LEFT: rotation_z(left_yaw), Foot.RIGHT: rotation_z(right_yaw)},
+        foot_rotations={Foot.LEFT: _sole_rotation(left_yaw, left_tilt),
+                        Foot.RIGHT: _sole_rotation(right_yaw, right_tilt)},
         torso_orientation=torso,
         posture=None if posture is None else _posture_vector(posture),
     )
@@ -308,6 +353,7 @@ __all__ = [
     "StandingTargets",
     "foot_targets_at",
     "pose_matrix",
+    "sole_tilts_at",
     "torso_yaw",
     "walk_pose_targets",
     "walk_targets",

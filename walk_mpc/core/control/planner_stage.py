@@ -70,6 +70,7 @@ from walk_mpc.core.body.state_estimation import (
     estimate_state_from_imu,
     sole_from_anchor,
 )
+from walk_mpc.core.body.targets import sole_tilts_at
 from walk_mpc.core.control.stamps import StampGuard, StampGuardParameters, StampVerdict, plan_stamp_problem
 from walk_mpc.core.control.types import NS_PER_S, CoMReference, Log, PlannerStatus, WalkPlan, default_log
 from walk_mpc.core.errors import FrameNotFound, InputError, ParameterError, WalkMpcError
@@ -663,8 +664,21 @@ class PlannerStage:
         return True
 
     def _reference(self, stamp_ns: int, out: PlannerOutput) -> CoMReference:
+        timeline = self._planner.timeline
+        if getattr(self, "_level_of", (None,))[0] is not timeline:
+            self._level_of = (timeline, _level(timeline))
+        tilt = None
+        if not self._level_of[1]:  # known sloped ground: the soles' tilts at T and 2T (StepData normal)
+            tilt = [sole_tilts_at(timeline, t) for t in out.target_times]
         return CoMReference(stamp_ns, self._plan_id, self._times, out.com_targets, out.com_velocity_targets,
-                            out.zmp_targets)
+                            out.zmp_targets, tilt)
+
+
+def _level(timeline: Timeline) -> bool:
+    """Whether every sole of ``timeline`` is on level ground (its initial feet and every step)."""
+    first = timeline.phases[0]
+    return first.left.level and first.right.level and all(
+        step.normal[0] == 0.0 and step.normal[1] == 0.0 for step in timeline.steps)
 
 
 __all__ = ["PlannerStage", "PlannerStageParameters", "PlannerTick"]

@@ -33,6 +33,14 @@ Each sample (LIPM, ``omega = sqrt(g / h)``, ``h`` the reference CoM height above
      has carried weight for ``landing_confirm_time`` without a break (its touchdown impact bounces it off
      the ground: still a late landing); any other sole as soon as it carries weight.
 
+**Known sloped ground** (StepData normal): the reference carries the tilt of each sole's ground
+(:attr:`~walk_mpc.core.control.types.CoMReference.sole_tilt`); the output's sole roll and pitch are then that
+tilt with the ankle offsets applied about the tilted sole's own axes (``Ry(pitch) Rx(roll)`` of the tilt times
+that of the offsets, as Z-Y-X angles), so the stage's ``sole_rotation(yaw, roll, pitch)`` lands and keeps the
+soles flat on their ground. The measurement works in the tilted sole frames already: the CoPs are measured
+in the sole (its corner sensors), the support polygon and the world CoPs are the measured soles' corners and
+CoPs projected on the ground plane, the force difference compares the soles' normal forces.
+
 Output: :class:`StabilizerOutput` (read-only), and :meth:`Stabilizer.log` for tracing.
 """
 
@@ -44,7 +52,7 @@ from typing import Optional
 
 import numpy as np
 
-from walk_mpc.core.body.robot import RobotModel, rotation_z
+from walk_mpc.core.body.robot import RobotModel, roll_pitch_of, sole_rotation
 from walk_mpc.core.body.state_estimation import estimate_state, estimate_state_from_imu
 from walk_mpc.core.control.types import NS_PER_S, CoMReference
 from walk_mpc.core.errors import InputError, ParameterError
@@ -154,7 +162,8 @@ class StabilizerOutput:
 
     Attributes:
         com_offset: Offset of the CoM target [m], shape (3,) (horizontal).
-        sole_offsets: Foot -> (roll [rad], pitch [rad], height [m]) of its sole target.
+        sole_offsets: Foot -> (roll [rad], pitch [rad], height [m]) of its sole target (on known sloped
+            ground: its ground's tilt with the ankle offsets about the tilted axes, module docstring).
         active: Whether any offset is nonzero.
     """
 
@@ -253,6 +262,7 @@ class Stabilizer:
         self._height_difference = 0.0  # z_L - z_R [m]
         self._swinging = {Foot.LEFT: False, Foot.RIGHT: False}  # not landed since a planned swing
         self._contact_time = {Foot.LEFT: 0.0, Foot.RIGHT: 0.0}  # [s] in contact without a break
+        self._tilt = {Foot.LEFT: (0.0, 0.0), Foot.RIGHT: (0.0, 0.0)}  # the reference's sole tilts at T [rad]
         self._output = _ZERO_OUTPUT
         self._log: dict = {}
 
@@ -270,6 +280,12 @@ class Stabilizer:
         if not isinstance(reference, CoMReference):
             raise InputError("reference", type(reference).__name__, "a CoMReference")
         self._reference = reference
+        tilt = reference.sole_tilt
+        tilts = ({Foot.LEFT: (0.0, 0.0), Foot.RIGHT: (0.0, 0.0)} if tilt is None else
+                 {foot: (float(tilt[0, int(foot), 0]), float(tilt[0, int(foot), 1])) for foot in Foot})
+        if tilts != self._tilt:  # the soles' ground turned (known sloped terrain): the output follows now
+            self._tilt = tilts
+            self._publish()
 
     def clear_reference(self) -> None:
         """No reference any more (sensor-driven ticks): the offsets leak back to zero."""
@@ -483,19 +499,16 @@ class Stabilizer:
         half = 0.5 * self._height_difference
         com = np.array([self._com_offset[0], self._com_offset[1], 0.0])
         com.flags.writeable = False
-        sole_offsets = {Foot.LEFT: (float(self._ankle[Foot.LEFT][0]), float(self._ankle[Foot.LEFT][1]), half),
-                        Foot.RIGHT: (float(self._ankle[Foot.RIGHT][0]), float(self._ankle[Foot.RIGHT][1]),
-                                     -half)}
+        sole_offsets = {}
+        for foot, height in ((Foot.LEFT, half), (Foot.RIGHT, -half)):
+            roll, pitch = float(self._ankle[foot][0]), float(self._ankle[foot][1])
+            tilt_roll, tilt_pitch = self._tilt[foot]
+            if tilt_roll or tilt_pitch:  # the offsets about the tilted sole's axes (module docstring)
+                roll, pitch = roll_pitch_of(sole_rotation(0.0, tilt_roll, tilt_pitch)
+                                            @ sole_rotation(0.0, roll, pitch))
+            sole_offsets[foot] = (roll, pitch, height)
         active = bool(np.any(com) or half or any(np.any(a) for a in self._ankle.values()))
         self._output = StabilizerOutput(com, sole_offsets, active)
-
-
-def sole_rotation(yaw: float, roll: float, pitch: float) -> np.ndarray:
-    """Rotation of a sole of ``yaw`` [rad] rolled and pitched by ``roll``, ``pitch`` [rad] about its axes."""
-    cr, sr, cp, sp = math.cos(roll), math.sin(roll), math.cos(pitch), math.sin(pitch)
-    ry = np.array([[cp, 0.0, sp], [0.0, 1.0, 0.0], [-sp, 0.0, cp]])
-    rx = np.array([[1.0, 0.0, 0.0], [0.0, cr, -sr], [0.0, sr, cr]])
-    return rotation_z(yaw) @ ry @ rx
 
 
 __all__ = ["Stabilizer", "StabilizerOutput", "StabilizerParameters", "clamp_to_polygon", "convex_hull",

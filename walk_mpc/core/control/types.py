@@ -112,6 +112,10 @@ class CoMReference:
         com_position: CoM positions [m] at those times, shape (2, 3).
         com_velocity: CoM velocities [m/s], shape (2, 3).
         zmp: ZMP [m], shape (2, 3).
+        sole_tilt: Roll and pitch [rad] of the left and right soles at those times, shape (2, 2, 2) (time,
+            foot, (roll, pitch)): their ground's on known sloped terrain (StepData normal,
+            :func:`~walk_mpc.core.body.targets.sole_tilts_at`), for the stabilizer's sole offsets; None on
+            level ground.
     """
 
     stamp_ns: int
@@ -120,6 +124,7 @@ class CoMReference:
     com_position: np.ndarray
     com_velocity: np.ndarray
     zmp: np.ndarray
+    sole_tilt: Optional[np.ndarray] = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "times", tuple(float(t) for t in self.times))
@@ -130,6 +135,15 @@ class CoMReference:
                 object.__setattr__(self, name, _frozen(getattr(self, name), (2, 3)))
             except ShapeError:
                 raise ShapeError(name, np.shape(getattr(self, name)), (2, 3)) from None
+        if self.sole_tilt is not None:
+            try:
+                tilt = _frozen(self.sole_tilt, (2, 2, 2))
+            except (ShapeError, TypeError, ValueError):
+                raise ShapeError("sole_tilt", np.shape(self.sole_tilt), (2, 2, 2)) from None
+            if not np.all(np.isfinite(tilt)) or np.any(np.abs(tilt) > 0.5 * math.pi):
+                raise InputError("sole_tilt", tilt.tolist(),
+                                 "finite roll and pitch angles within +-pi/2 [rad]")
+            object.__setattr__(self, "sole_tilt", None if not np.any(tilt) else tilt)
 
     def check(self) -> None:
         """Raise :class:`InputError` unless times and positions are finite with 0 < T < 2T."""

@@ -25,17 +25,19 @@ from typing import Optional, Sequence, Tuple
 
 from walk_mpc.core.errors import InconsistentStepsError, InvalidStepError
 from walk_mpc.core.params import check_positive
-from walk_mpc.core.walk.step import Foot, Step
+from walk_mpc.core.walk.step import VERTICAL, Foot, Step, ground_tilt, unit_normal
 
 Vec3 = Tuple[float, float, float]
 
 
 @dataclasses.dataclass(frozen=True)
 class FootPose:
-    """Sole pose on the ground: position [m] in the world frame and yaw [rad]."""
+    """Sole pose on the ground: position [m] in the world frame, yaw [rad] and the ground's unit normal (the
+    sole lies flat on it: :attr:`tilt`; vertical by default, level ground)."""
 
     position: Vec3
     yaw: float = 0.0
+    normal: Vec3 = VERTICAL
 
     def __post_init__(self) -> None:
         pos = tuple(float(v) for v in self.position)
@@ -43,11 +45,27 @@ class FootPose:
             raise InvalidStepError(-1, f"foot pose {self.position!r}, yaw {self.yaw!r} is not finite 3D")
         object.__setattr__(self, "position", pos)
         object.__setattr__(self, "yaw", float(self.yaw))
+        if self.normal is not VERTICAL:
+            normal = tuple(float(v) for v in self.normal)
+            if len(normal) != 3 or not all(math.isfinite(v) for v in normal):
+                raise InvalidStepError(-1, f"foot pose normal {self.normal!r} is not 3 finite numbers")
+            object.__setattr__(self, "normal", unit_normal(normal))
+
+    @property
+    def tilt(self) -> tuple[float, float]:
+        """Roll and pitch [rad] of the sole on its ground (:func:`~walk_mpc.core.walk.step.ground_tilt`;
+        exactly zero on level ground)."""
+        return ground_tilt(self.yaw, self.normal)
+
+    @property
+    def level(self) -> bool:
+        """Whether the ground under the sole is level (its normal vertical)."""
+        return self.normal[0] == 0.0 and self.normal[1] == 0.0
 
     @staticmethod
     def of_step(step: Step) -> FootPose:
         """Touchdown pose of a step."""
-        return FootPose(step.position, step.yaw)
+        return FootPose(step.position, step.yaw, step.normal)
 
 
 @dataclasses.dataclass(frozen=True)
