@@ -14,6 +14,11 @@ below 90 % of its height, :class:`~walk_mpc.core.control.closed_loop.ClosedLoopP
 * **known stairs** (``stairs`` row of the terrain section): 10 cm steps, the plan's steps carrying their
   heights (StepData z): on a walk of 0.25 m steps, two steps up, three on the landing, two down, three on
   the floor, again while the walk lasts (:func:`stairs_terrain`; each edge midway between two footsteps);
+  the largest base tilt of the stairs walks is printed beside it (the pelvis pitch);
+* **known ramps** (terrain section): +-5 and +-10 degrees, 1.2 m long from midway between the third and
+  fourth footsteps (:func:`known_ramp_terrain`: 6 steps on the slope, each kink midway between two
+  footsteps), the plan's steps carrying the ground's height and normal (StepData z and normal: the soles land
+  flat on the slope); up or down, then on the plateau (or the floor below);
 * **leg gains**: the lowest leg kp (kd = kp / 100) in a list at which the 10-step walk stands;
 * **speed**: the fastest gait (step length, single / double support) of a list that walks 10 steps.
 
@@ -100,7 +105,8 @@ def timeline_of(robot: RobotModel, gait: Gait, known: Optional[Terrain] = None) 
     steps = walk_forward(left, right, gait.length * (gait.steps - 1), step_length=gait.length, width=width,
                          duration=gait.single + gait.double) if gait.steps else []
     if known is not None:
-        steps = [s.replace(position=(*s.position[:2], known.height(*s.position[:2]))) for s in steps]
+        steps = [s.replace(position=(*s.position[:2], known.height(*s.position[:2])),
+                           normal=known.normal(*s.position[:2])) for s in steps]
     return Timeline(left, right, steps, GaitTiming(sway_duration=0.6, double_support_duration=gait.double,
                                                    catch_duration=0.6))
 
@@ -114,14 +120,17 @@ PLANNER: dict = {}  # planner parameters of every run, over the loop's defaults 
 def run_walk(robot: RobotModel, stabilizer: bool, gait: Gait = Gait(), terrain: Optional[Terrain] = None,
              push: Optional[tuple] = None, kp: float = LEG_KP, settle: float = 0.5,
              duration: Optional[float] = None, adjust: bool = False, known: bool = False,
-             trace: Optional[list] = None, recover: bool = False) -> WalkOutcome:
+             trace: Optional[list] = None, recover: bool = False, noslip: int = 0) -> WalkOutcome:
     """One closed-loop walk on MuJoCo; ``push`` = (start time [s], force [N] (3,)) for PUSH_DURATION; with
     :data:`ESTIMATED` the samples have no base pose; ``known``: the plan takes the terrain's heights (known
     terrain, StepData z; else unseen); ``adjust``: step adjustment from the measured DCM
-    (``trace``: a list the adjuster's decisions are appended to); ``recover``: standing recovery steps."""
+    (``trace``: a list the adjuster's decisions are appended to); ``recover``: standing recovery steps;
+    ``noslip``: the terrain sim's ``noslip_iterations`` (:class:`~walk_mpc.core.sim.terrain.TerrainMujocoSim`:
+    no creep of the soles down a slope)."""
     physics = MujocoSim.Parameters(gain_patterns=("leg_",), gain_kp=(kp,), gain_kd=(kp / 100.0,))
     params = KinematicSim.Parameters()
-    sim = (TerrainMujocoSim(terrain, params, physics, robot=robot) if terrain is not None
+    sim = (TerrainMujocoSim(terrain, params, physics, robot=robot, noslip_iterations=noslip)
+           if terrain is not None
            else MujocoSim(params, physics, robot=robot))
     if ESTIMATED:
         truth = sim.sensor_sample
@@ -210,6 +219,19 @@ def plank_terrain(robot: RobotModel, height: float, step_index: int = 3) -> Terr
 def ramp_terrain(degrees: float) -> Terrain:
     """A ramp of ``degrees`` from x = 0.3 m over 0.8 m."""
     return Terrain(ramp_angle=math.radians(degrees), ramp_start=0.3, ramp_length=0.8)
+
+
+def known_ramp_terrain(robot: RobotModel, degrees: float, length: float = 1.2) -> Terrain:
+    """A ramp of ``degrees`` over ``length`` [m] along the default walk, from midway between its third and
+    fourth footsteps (every kink midway between two footsteps: the soles lie on the slope or beside it)."""
+    xs = [s.position[0] for s in timeline_of(robot, Gait(steps=4)).steps]
+    return Terrain(ramp_angle=math.radians(degrees), ramp_start=0.5 * (xs[1] + xs[2]), ramp_length=length)
+
+
+KNOWN_RAMPS = (5.0, -5.0, 10.0, -10.0)  # [deg]
+#: MuJoCo noslip iterations of the known ramp walks: its soft contacts let a loaded sole creep about 1 cm
+#: down a 10 degree slope every stance (friction 1 notwithstanding), which the leg odometry cannot see.
+RAMP_NOSLIP = 10
 
 
 STAIRS_GAIT = Gait(length=0.25)  # 0.25 m steps (the sole is 0.2 m long): 2.5 cm from each edge
@@ -317,9 +339,16 @@ def main(argv=None) -> None:
             row(f"unseen ramp {degrees:+.0f} deg", _fmt(results[0]), _fmt(results[1]))
         stairs = dataclasses.replace(STAIRS_GAIT, steps=args.steps)
         terrain = stairs_terrain(robot, stairs)
-        results = [walked(run_walk(robot, on, stairs, terrain=terrain, known=True, adjust=adjust))
-                   for on, adjust in columns]
-        row("known stairs 10 cm up/down", _fmt(results[0]), _fmt(results[1]))
+        outcomes = [run_walk(robot, on, stairs, terrain=terrain, known=True, adjust=adjust)
+                    for on, adjust in columns]
+        row("known stairs 10 cm up/down (largest base tilt)",
+            *(f"{_fmt(walked(o))} ({math.degrees(o.max_tilt):.1f} deg)" for o in outcomes))
+        for degrees in KNOWN_RAMPS:
+            terrain = known_ramp_terrain(robot, degrees)
+            outcomes = [run_walk(robot, on, walk, terrain=terrain, known=True, adjust=adjust,
+                                 noslip=RAMP_NOSLIP) for on, adjust in columns]
+            row(f"known ramp {degrees:+.0f} deg (largest base tilt)",
+                *(f"{_fmt(walked(o))} ({math.degrees(o.max_tilt):.1f} deg)" for o in outcomes))
     if "gains" in sections:
         lowest = []
         for on, adjust in columns:

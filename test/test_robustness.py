@@ -119,3 +119,33 @@ def test_with_the_state_estimated_and_the_stabilizer_talos_steps_up_a_known_10_c
         robustness.ESTIMATED = False
     assert robustness.walked(outcome)
     assert max(outcome.landing_errors.values()) < 0.03
+
+
+def test_the_ground_normal_is_the_ramps_on_its_slope_and_vertical_elsewhere():
+    terrain = Terrain(ramp_angle=math.radians(10.0), ramp_start=0.5, ramp_length=1.2,
+                      planks=((1.0, 1.0, 0.2, 0.2, 0.3),))
+    slope = (-math.sin(math.radians(10.0)), 0.0, math.cos(math.radians(10.0)))
+    assert terrain.normal(0.4, 0.0) == (0.0, 0.0, 1.0) and terrain.normal(1.8, 0.0) == (0.0, 0.0, 1.0)
+    assert terrain.normal(0.6, 0.0) == pytest.approx(slope) and terrain.normal(1.0, 1.0) == (0.0, 0.0, 1.0)
+
+
+@pytest.mark.parametrize("degrees", [10.0, -10.0])
+def test_with_the_state_estimated_and_the_stabilizer_talos_walks_a_known_10_degree_ramp(talos, degrees):
+    """Seven 0.2 m steps, three on a 0.6 m ramp of 10 degrees up or down, the last two beyond it (the plan's
+    steps carry its heights and normal: StepData z and normal): the soles land flat on the slope. With the
+    heights alone (flat soles) 20 steps down fell, and without the stabilizer both
+    (benchmarks/robustness.py)."""
+    terrain = robustness.known_ramp_terrain(talos, degrees, length=0.6)
+    gait = robustness.Gait(steps=7)
+    steps = robustness.timeline_of(talos, gait, terrain).steps
+    on_slope = [step.normal != (0.0, 0.0, 1.0) for step in steps]
+    assert on_slope == [False, False, True, True, True, False, False]
+    robustness.ESTIMATED = True
+    try:
+        outcome = robustness.run_walk(talos, True, gait, terrain=terrain, known=True,
+                                      noslip=robustness.RAMP_NOSLIP)
+    finally:
+        robustness.ESTIMATED = False
+    assert robustness.walked(outcome)
+    assert max(outcome.landing_errors.values()) < 0.04  # 3.3 cm up: the step over the ramp's top
+    assert math.degrees(outcome.max_tilt) < 9.0

@@ -193,10 +193,14 @@ class FallDetector:
         robot: Robot model of the backend.
         params: The loop options carrying the criteria.
         standing_height: Base height [m] of the initial standing posture (``fall_height_ratio`` of it).
+        ground_height: ``(x, y) -> z`` [m], the ground under the base its height is measured from (a
+            backend's ``ground_height``: a ramp down lowers the floor); None: z = 0.
     """
 
-    def __init__(self, robot: RobotModel, params: ClosedLoopParameters, standing_height: float) -> None:
+    def __init__(self, robot: RobotModel, params: ClosedLoopParameters, standing_height: float,
+                 ground_height: Optional[Callable[[float, float], float]] = None) -> None:
         self.robot = robot
+        self._ground_height = ground_height
         self.params = params
         self.standing_height = float(standing_height)
         torso = robot.frame_pose(robot.reference_configuration(), robot.torso_frame)[1]
@@ -216,7 +220,10 @@ class FallDetector:
         rotation = pin.Quaternion(q[3:7]).toRotationMatrix()
         tilt = math.acos(max(-1.0, min(1.0, float(rotation[2, 2]))))
         self.max_tilt = max(self.max_tilt, tilt)
-        ratio = float(state.q[2]) / self.standing_height
+        base_z = float(state.q[2])
+        if self._ground_height is not None:
+            base_z -= float(self._ground_height(float(q[0]), float(q[1])))
+        ratio = base_z / self.standing_height
         self.min_height_ratio = min(self.min_height_ratio, ratio)
         reasons = []
         if state.fallen:
@@ -334,7 +341,7 @@ class ClosedLoopWalk:
         self.planner_stage.set_plan(self.plan)
         self.whole_body.set_plan(self.plan)
         self._ik_failures = 0
-        self.falls = FallDetector(robot, self.params, float(q[2]))
+        self.falls = FallDetector(robot, self.params, float(q[2]), getattr(backend, "ground_height", None))
         self._landing: dict[int, float] = {}
         self._corrected_landing: dict[int, float] = {}
         self._landing_yaw: dict[int, float] = {}

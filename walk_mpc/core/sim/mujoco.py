@@ -541,6 +541,11 @@ class MujocoSim(_MujocoBackend):
         return self._state
 
     # ------------------------------------------------------------------ physics hooks
+    def ground_height(self, x: float, y: float) -> float:
+        """Height [m] of the ground at ``(x, y)`` (0: the floor; :class:`~walk_mpc.core.sim.terrain.
+        TerrainMujocoSim`: its terrain's), what the base height of the fall detection is measured from."""
+        return 0.0
+
     def configuration(self) -> np.ndarray:
         """Current configuration in pinocchio order (base position, quaternion xyzw, joints)."""
         qpos = self.data.qpos
@@ -647,7 +652,8 @@ class MujocoSim(_MujocoBackend):
         base_position, base_quat, base_linear, base_angular = self._base_truth()
         base_rotation = d.site_xmat[self._base_site].reshape(3, 3)
         tilt = math.acos(max(-1.0, min(1.0, float(base_rotation[2, 2]))))
-        low = base_position[2] < self.mujoco_params.fall_height_ratio * self._standing_height
+        low = (base_position[2] - self.ground_height(base_position[0], base_position[1])
+               < self.mujoco_params.fall_height_ratio * self._standing_height)
         self._fallen = self._fallen or tilt > p.fall_tilt or bool(low)
         joint_pos, joint_vel, torque = self._joint_readings()
         imu_quat, gyro, acc = self._imu()

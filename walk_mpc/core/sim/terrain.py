@@ -11,7 +11,8 @@ z = 0 (x < ``ramp_start`` and away from the planks); the plan does not know the 
   ``ramp_length`` [m], then flat at the height it reached (a plateau; below a descending ramp, the floor).
 * :meth:`Terrain.stairs`: a flight of steps along +x from its edges (planks from each edge to the next).
   Stairs are *known* terrain when the plan's steps carry their heights (StepData z, e.g. from
-  :meth:`Terrain.height`): ``benchmarks/robustness.py``'s known stairs row.
+  :meth:`Terrain.height`): ``benchmarks/robustness.py``'s known stairs row. A ramp is known terrain when the
+  steps also carry its normal (StepData normal, :meth:`Terrain.normal`): the known ramp rows.
 
 Pure MuJoCo (through :mod:`walk_mpc.core.sim.mjcf`'s helpers); no ROS.
 """
@@ -92,6 +93,15 @@ class Terrain:
                 ground = max(ground, h)
         return ground
 
+    def normal(self, x: float, y: float) -> tuple:
+        """Unit ground normal at ``(x, y)``: the ramp's on its slope (``ramp_start < x < ramp_start +
+        ramp_length``, not on a plank), else vertical ``(0.0, 0.0, 1.0)`` (planks, floor, plateau)."""
+        on_slope = self.ramp_angle and self.ramp_start < x < self.ramp_start + self.ramp_length
+        if not on_slope or any(abs(x - px) <= length / 2 and abs(y - py) <= width / 2
+                               for px, py, length, width, _ in self.planks):
+            return (0.0, 0.0, 1.0)
+        return (-math.sin(self.ramp_angle), 0.0, math.cos(self.ramp_angle))
+
     def add_to(self, spec, friction: float, solref) -> None:
         """Add the terrain's geoms to a MuJoCo spec (before compiling; the floor is named ``floor``)."""
         world = spec.worldbody
@@ -132,16 +142,31 @@ class TerrainMujocoSim(MujocoSim):
     Args:
         terrain: The ground besides the floor.
         params, mujoco, robot: As :class:`MujocoSim`.
+        noslip_iterations: MuJoCo's ``noslip_iterations`` (0: MuJoCo's default, none). MuJoCo's soft contacts
+            let a loaded sole creep along a slope although friction holds it (Talos on a 10 degree ramp,
+            friction 1: about 1 cm down the slope every stance), which no leg odometry sees (a real sole on
+            a ramp that steep does not slip); the noslip solver removes the creep.
     """
 
-    def __init__(self, terrain: Terrain, params=None, mujoco=None, robot=None) -> None:
+    def __init__(self, terrain: Terrain, params=None, mujoco=None, robot=None,
+                 noslip_iterations: int = 0) -> None:
         if not isinstance(terrain, Terrain):
             raise ParameterError("terrain", terrain, "a Terrain")
+        iterations = noslip_iterations
+        if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 0:
+            raise ParameterError("noslip_iterations", noslip_iterations, "an integer >= 0")
         self.terrain = terrain
+        self.noslip_iterations = noslip_iterations
         super().__init__(params, mujoco, robot)
+
+    def ground_height(self, x: float, y: float) -> float:
+        """Height [m] of the terrain at ``(x, y)`` (:meth:`Terrain.height`)."""
+        return self.terrain.height(x, y)
 
     def _init_common(self, spec, *args, **kwargs) -> None:
         opt = self.mujoco_params
+        if self.noslip_iterations:
+            spec.option.noslip_iterations = self.noslip_iterations
         self.terrain.add_to(spec, opt.friction, (opt.contact_time_constant, opt.contact_damping_ratio))
         super()._init_common(spec, *args, **kwargs)
 
