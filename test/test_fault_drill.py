@@ -30,7 +30,7 @@ import pytest
 from walk_mpc.core.body.robot import RobotModel
 from walk_mpc.core.control.fault_drill import DrillGraph
 from walk_mpc.core.control.planner_stage import PlannerStageParameters
-from walk_mpc.core.control.types import NS_PER_S
+from walk_mpc.core.control.types import NS_PER_S, WholeBodyStatus
 from walk_mpc.core.control.whole_body_stage import WholeBodyStageParameters
 from walk_mpc.core.sim.kinematic import KinematicSim
 from walk_mpc.core.walk.behavior import WalkErrorCode
@@ -120,6 +120,32 @@ def test_a_control_node_killed_at_random_gait_phases_ends_the_walk_and_recovers(
     walk_time = 0.6 + 4 * 0.8  # sway + 4 steps [s]
     for seed in range(TRIALS):
         drill(talos, node, rng.uniform(0.05, walk_time), seed)
+
+
+def test_a_restarted_planner_that_never_heard_the_plan_is_blamed_not_the_waiting_ik(talos):
+    """A restarted mpc_planner that does not hear walk/plan (seen on the graph: discovery) ticks on plan 0;
+    a walk's plan reaches the ik, which waits for its first references without a command: it keeps reporting
+    (WAITING_FOR_REFERENCES, naming the plan and the planner), and the walk ends PLANNER_FAILURE naming the
+    mpc_planner after the ik's reference_timeout, never IK_FAILURE "no ik/timing: is the ik running?"."""
+    graph = InProcessGraph(talos)
+    graph.run(1.0)
+    graph.kill("mpc_planner")
+    graph.restart("mpc_planner")
+    graph.planner = type(graph.planner)(graph.robot, graph.planner_params)  # no latched plan heard
+    graph.planner.set_plan = lambda plan: True  # nor any later one
+    graph.run(1.0)
+    reports = []
+    report = graph._report
+    graph._report = lambda component, status, stamp, reason="": (
+        reports.append((component, int(status), reason)), report(component, status, stamp, reason))
+    sent = graph.stamp
+    graph.send(2, b"unheard")
+    result = graph.walk_to_the_end(b"unheard")
+    assert result.error_code == WalkErrorCode.PLANNER_FAILURE, result
+    assert "is the mpc_planner running?" in result.error_msg and "plan 0" in result.error_msg, result
+    assert graph.stamp - sent <= 2 * NS_PER_S, (graph.stamp - sent) / NS_PER_S  # acceptance: within 2 s
+    waiting = [r for c, s, r in reports if c == "ik" and s == WholeBodyStatus.WAITING_FOR_REFERENCES]
+    assert len(waiting) >= 20 and all("is the mpc_planner running?" in r for r in waiting)
 
 
 def test_a_killed_walk_behavior_leaves_the_stages_finishing_the_latched_plan(talos):

@@ -366,3 +366,59 @@ def test_in_process_the_node_publishes_the_stage_commands_and_the_messages_built
     finally:
         node.destroy_node()
         rclpy.try_shutdown(context=context)
+
+
+def test_in_process_waiting_for_a_walk_s_first_references_the_node_reports_naming_the_planner(talos):
+    """A walk plan came but no reference for it (a restarted mpc_planner that never heard the plan: its
+    references name plan 0): the ik publishes no command, but an ik/timing on each tick's sample saying what
+    it waits for (WAITING_FOR_REFERENCES, trigger sensor_state), then REFERENCE_STALE, naming the planner."""
+    import rclpy
+
+    from walk_mpc.msg import SensorState
+    from walk_mpc.nodes.conversions import plan_to_msg
+    from walk_mpc.nodes.ik import (
+        STATUS_OK,
+        STATUS_REFERENCE_STALE,
+        STATUS_WAITING_FOR_REFERENCES,
+        IKNode,
+        IKNodeParameters,
+    )
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = IKNode(IKNodeParameters(reference_timeout=0.1), context=context)
+    node._steady_ns = lambda: None
+    try:
+        trajectories, timings = [], []
+        node._trajectory_pub.publish = trajectories.append
+        node._timing_pub.publish = timings.append
+        q = talos.reference_configuration()
+        sensor = SensorState(joint_names=list(talos.joint_names),
+                             joint_pos=talos.actuated_positions(q).tolist())
+
+        def observe(t):
+            sensor.header.stamp = stamp_of(PLAN_STAMP + t)
+            node._on_sensor_state(sensor)
+
+        observe(-T)
+        assert [m.status for m in timings] == [STATUS_OK] and len(trajectories) == 1
+        timeline = walk_timeline()
+        node._on_plan(plan_to_msg(timeline, 1, True, stamp_of(PLAN_STAMP)))
+        node._on_reference(reference_msg(timeline, 0.0, plan_id=0))  # the planner's, for plan 0: skipped
+        for k in range(4):
+            observe(k * T)
+        waiting = timings[1:]
+        assert [m.status for m in waiting] == [STATUS_WAITING_FOR_REFERENCES] * 4
+        assert len(trajectories) == 1  # no command: the last one goes on
+        for m in waiting:
+            assert m.trigger == "/sensor_state" and m.component == "ik"
+            assert "plan 1" in m.reason and "plan 0" in m.reason and "is the mpc_planner running?" in m.reason
+        stamps = [round((PLAN_STAMP + k * T) * 1e9) for k in range(4)]
+        assert [ns_of(m.header.stamp) for m in waiting] == stamps
+        for k in range(4, 7):
+            observe(k * T)
+        assert timings[-1].status == STATUS_REFERENCE_STALE
+        assert "is the mpc_planner running?" in timings[-1].reason
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)

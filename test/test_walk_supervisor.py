@@ -186,6 +186,28 @@ def test_an_ik_safe_stopping_blames_the_planner(sample):
     assert "is the mpc_planner running?" in result.error_msg
 
 
+def test_an_ik_waiting_for_references_is_alive_and_their_absence_blames_the_planner(sample):
+    """The ik waits for a walk's first references (WAITING_FOR_REFERENCES, no command): alive, the walk goes
+    on; when they never come (REFERENCE_STALE) the walk ends as the planner's failure, with the ik's words."""
+    from walk_mpc.core.control.types import WholeBodyStatus
+
+    supervisor = make(watch_links=("mpc_planner", "ik"))
+    ns, _ = run(supervisor, sample, 100 * NS, 5, report=("mpc_planner", "ik"))
+    assert supervisor.submit_goal(b"g", steps(), True, ns)[0].accepted
+    waiting = "waiting for the first CoM reference of the walk of plan 2 (...): is the mpc_planner running?"
+    for _ in range(40):  # 0.4 s: longer than link_timeout, the ik reporting it waits
+        ns, outputs = run(supervisor, sample, ns, 1, report=("mpc_planner",))
+        outputs.append(supervisor.report("ik", int(WholeBodyStatus.WAITING_FOR_REFERENCES), ns, waiting,
+                                         steady_ns=ns))
+        assert not any(o.results for o in outputs) and supervisor.walking
+    stale = "no CoM reference for 0.5 s since the walk of plan 2 started (...): is the mpc_planner running?"
+    supervisor.report("ik", int(WholeBodyStatus.REFERENCE_STALE), ns, stale, steady_ns=ns)
+    ns, outputs = run(supervisor, sample, ns, 400, report=("mpc_planner", "ik"))
+    (result,) = [r for o in outputs for r in o.results]
+    assert result.error_code == WalkErrorCode.PLANNER_FAILURE
+    assert stale in result.error_msg and "the ik got no CoM reference" in result.error_msg
+
+
 def test_missed_deadlines_beyond_the_share_end_the_walk_with_deadlines_missed(sample):
     supervisor = make(max_missed_deadline_share=0.3, deadline_window=100)
     ns, _ = run(supervisor, sample, 100 * NS, 5)

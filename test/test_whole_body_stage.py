@@ -151,8 +151,13 @@ def test_a_walk_starting_without_references_waits_reference_timeout_then_holds_s
     assert stage.observe(ns(-0.02), sample).status == OK
     stage.set_plan(plan(walk_timeline()))  # reference_timeout 0.1 s from the latest sample, -0.02 s
     assert stage.observe(ns(0.0), sample) is None  # the walk's first references are on their way
-    assert stage.observe(ns(0.06), sample) is None
-    assert stage.observe(ns(0.08), sample).status == WholeBodyStatus.REFERENCE_STALE
+    report = stage.report  # not silent: a report of what it waits for, on the tick's sample
+    assert report.status == WholeBodyStatus.WAITING_FOR_REFERENCES and report.stamp_ns == ns(0.0)
+    assert "plan 1" in report.reason and "is the mpc_planner running?" in report.reason
+    assert stage.observe(ns(0.06), sample) is None and stage.report.stamp_ns == ns(0.06)
+    stale = stage.observe(ns(0.08), sample)
+    assert stale.status == WholeBodyStatus.REFERENCE_STALE and stage.report is None
+    assert "is the mpc_planner running?" in stale.reason
 
 
 def test_references_in_flight_for_the_previous_plan_are_solved_on_it(talos):

@@ -34,7 +34,10 @@ returns. Topics (relative names, QoS reliable depth 10 unless said):
     callback, ``status`` (:data:`STATUS_OK` or one of the codes below), ``trigger`` (the resolved
     ``mpc/com_reference`` for a tick on a reference, ``sensor_state`` for one holding the posture without
     references: a client can wait for the whole chain sensor -> planner -> ik before walking), ``reason``
-    (why the status is not OK, in the stage's words: the walk_behavior ends the walk with it).
+    (why the status is not OK, in the stage's words: the walk_behavior ends the walk with it). While a walk
+    waits for its first references (up to ``reference_timeout``), each sample due for a tick publishes only
+    an ``ik/timing``, status :data:`STATUS_WAITING_FOR_REFERENCES`, trigger ``sensor_state``, the reason
+    naming the plan and what the ik heard of the mpc_planner: the ik is not silent then.
 
 Failures never publish a jump: a reference with NaN/inf or malformed arrays (:data:`STATUS_BAD_REFERENCE`),
 targets that cannot be built (:data:`STATUS_TARGETS_ERROR`), a solve that does not converge
@@ -73,7 +76,7 @@ from walk_mpc.core.body.ik import IKSolver
 from walk_mpc.core.body.robot import RobotModel
 from walk_mpc.core.control.stabilizer import StabilizerParameters
 from walk_mpc.core.control.stamps import StampGuardParameters
-from walk_mpc.core.control.types import JointCommand, WholeBodyStatus
+from walk_mpc.core.control.types import JointCommand, TickReport, WholeBodyStatus
 from walk_mpc.core.control.whole_body_stage import WholeBodyStage, WholeBodyStageParameters
 from walk_mpc.core.errors import ParameterError, WalkMpcError
 from walk_mpc.core.mpc.support_correction import SupportCorrectionParameters
@@ -101,6 +104,7 @@ STATUS_TARGETS_ERROR = int(WholeBodyStatus.TARGETS_ERROR)  # targets could not b
 STATUS_REFERENCE_STALE = int(WholeBodyStatus.REFERENCE_STALE)  # walking, no ComReference: last command held
 STATUS_SAFE_STOP = int(WholeBodyStatus.SAFE_STOP)  # references stopped mid-walk: the step lands, then stand
 STATUS_PLAN_REFUSED = int(WholeBodyStatus.PLAN_REFUSED)  # a walk plan off the feet: not walked, standing
+STATUS_WAITING_FOR_REFERENCES = int(WholeBodyStatus.WAITING_FOR_REFERENCES)  # a walk's first references due
 
 _TOPICS = ("plan_topic", "reference_topic", "reference_ahead_topic", "sensor_topic", "trajectory_topic",
            "commands_topic", "joint_states_topic", "timing_topic")
@@ -301,7 +305,10 @@ class IKNode(GraphNode):
         except WalkMpcError as exc:
             self.stage.reject(f"sensor state rejected: {exc}")
             return
-        self._publish(self.stage.observe(now, sample, self._steady_ns()), start)
+        command = self.stage.observe(now, sample, self._steady_ns())
+        if command is None and self.stage.report is not None:
+            self._publish_report(self.stage.report, start)
+        self._publish(command, start)
         self._keep_ahead()
 
     def _on_reference(self, msg) -> None:
@@ -350,6 +357,15 @@ class IKNode(GraphNode):
         timing = TickTiming(component="ik", solve_time=float(command.solve_time), status=int(command.status),
                             trigger=self._triggers[command.source], reason=command.reason)
         timing.header.stamp = time_msg(command.stamp_ns)
+        timing.tick_time = time.perf_counter() - start
+        self._timing_pub.publish(timing)
+
+    def _publish_report(self, report: TickReport, start: float) -> None:
+        """A tick without a command (waiting for a walk's first references): its timing only, with the status
+        and what the stage waits for, so that the ik is not taken for silent."""
+        timing = TickTiming(component="ik", solve_time=0.0, status=int(report.status),
+                            trigger=self._triggers["sensor"], reason=report.reason)
+        timing.header.stamp = time_msg(report.stamp_ns)
         timing.tick_time = time.perf_counter() - start
         self._timing_pub.publish(timing)
 

@@ -144,7 +144,11 @@ class DrillGraph:
             if self.samples % 2 == 0:
                 self._supervise(self.supervisor.check_timeouts(self.stamp))
         if self.alive["ik"]:
-            self._command(self.whole_body.observe(self.stamp, sample))
+            command = self.whole_body.observe(self.stamp, sample)
+            report = self.whole_body.report
+            if command is None and report is not None:  # the ik node's ik/timing without a command
+                self._report("ik", report.status, report.stamp_ns, report.reason)
+            self._command(command)
         if self.alive["mpc_planner"]:
             tick = self.planner.observe(self.stamp, sample)
             if tick.status is not None:

@@ -99,6 +99,8 @@ class WholeBodyStatus(enum.IntEnum):
     # double support on a CoM reference of its own (a command, not a hold)
     PLAN_REFUSED = 6  # a walk plan heard while standing puts the feet where the robot does not stand (a plan
     # made on stale feet): not walked, the robot keeps standing where it is (a command, not a hold)
+    WAITING_FOR_REFERENCES = 7  # a walk started and its first CoM references have not come yet (at most
+    # reference_timeout): a report without a command, the last one goes on (see TickReport)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -201,6 +203,22 @@ class JointCommand:
                                    WholeBodyStatus.PLAN_REFUSED)
 
 
+@dataclasses.dataclass(frozen=True)
+class TickReport:
+    """A tick of the whole-body stage that gave no command but has a status to report (``ik/timing``), so
+    that the stage is not silent: e.g. waiting for the planner's first references of a walk.
+
+    Attributes:
+        stamp_ns: Stamp [ns] of the sample of the tick.
+        status: :class:`WholeBodyStatus` (WAITING_FOR_REFERENCES).
+        reason: What the stage waits for, in its words (names the component it waits for).
+    """
+
+    stamp_ns: int
+    status: WholeBodyStatus
+    reason: str
+
+
 def optional_steady(steady_ns: Optional[int]) -> Optional[int]:
     """``steady_ns`` checked: integer nanoseconds or None."""
     if steady_ns is not None and (not isinstance(steady_ns, int) or isinstance(steady_ns, bool)):
@@ -208,5 +226,5 @@ def optional_steady(steady_ns: Optional[int]) -> Optional[int]:
     return steady_ns
 
 
-__all__ = ["NS_PER_S", "CoMReference", "JointCommand", "Log", "PlannerStatus", "WalkPlan", "WholeBodyStatus",
-           "default_log", "optional_steady"]
+__all__ = ["NS_PER_S", "CoMReference", "JointCommand", "Log", "PlannerStatus", "TickReport", "WalkPlan",
+           "WholeBodyStatus", "default_log", "optional_steady"]

@@ -18,7 +18,9 @@
 * **Liveness of the chain** (``watch_links``): every watched component (``mpc_planner``, ``ik``) reports
   each tick (:meth:`report`). While walking, a component silent for ``link_timeout`` of steady time or of
   sensor time ends the walk ("no ik/timing for 0.30 s: is the ik running?"), and a goal is refused while
-  one is silent; a component reporting a failure ends it too, with its reason.
+  one is silent; a component reporting a failure ends it too, with its reason. The ik waiting for a walk's
+  first references (WAITING_FOR_REFERENCES) is alive; when they never come (REFERENCE_STALE) the walk
+  ends as the planner's failure (PLANNER_FAILURE, "... is the mpc_planner running?").
 * **Deadlines** (:meth:`deadlines`): the hardware's count of samples whose command came after the next
   sample was due (the sim node's ``sim/deadlines``). While walking, when more than
   ``max_missed_deadline_share`` of the last ``deadline_window`` samples missed their deadline, the walk
@@ -675,8 +677,14 @@ class WalkSupervisor:
         if link is not None:
             link.steady_ns, link.stamp_ns = steady_ns, int(stamp_ns)
             link.silent_ns, link.reported = 0, True
-        if status == 0:
-            return SupervisorOutput()
+        if status == 0 or (component == "ik" and status == WholeBodyStatus.WAITING_FOR_REFERENCES):
+            return SupervisorOutput()  # alive (the ik waits for the planner's first references of a walk)
+        if component == "ik" and status == WholeBodyStatus.REFERENCE_STALE:
+            # The planner's references for the walk never reached the ik: the planner's failure (dead, or
+            # following another plan), not the ik's.
+            return self.abort(WalkErrorCode.PLANNER_FAILURE, f"the ik got no CoM reference for the walk at "
+                              f"stamp {stamp_ns / NS_PER_S:.3f} s: "
+                              f"{reason or STATUS_CAUSES[component, status]}")
         if component == "ik" and status == WholeBodyStatus.SAFE_STOP:
             # The ik lost the planner's references and lands the step in progress: the planner's failure.
             return self.abort(WalkErrorCode.PLANNER_FAILURE, "the ik is safe-stopping at stamp "

@@ -45,9 +45,11 @@ planner starts, a quadruped without planner), each sample at least ``control_per
 tick is a standing tick holding the body position (the standing targets restart from the current posture
 when they take over from references: no jump). During a walk:
 
-* within ``reference_timeout`` of its start, nothing (its first references are on their way); after it,
-  if this stage has not walked it on references yet (the robot stands), such a tick holds the last
-  command (REFERENCE_STALE);
+* within ``reference_timeout`` of its start, no command (its first references are on their way) but a
+  :attr:`WholeBodyStage.report` (WAITING_FOR_REFERENCES, naming the plan and what the stage heard of the
+  planner: the ik keeps reporting, so a missing planner is not taken for a silent ik); after it, if this
+  stage has not walked it on references yet (the robot stands), such a tick holds the last command
+  (REFERENCE_STALE, "is the mpc_planner running?");
 * once the stage walked on references, their stopping for ``safe_stop_timeout`` (shorter than
   ``reference_timeout``: on MuJoCo, a walk held frozen for 0.2-0.5 s before its safe stop made Talos fall in
   5 of 9 kills of the planner) starts a *safe stop* (issue 17: the planner died;
@@ -153,6 +155,7 @@ from walk_mpc.core.control.types import (
     CoMReference,
     JointCommand,
     Log,
+    TickReport,
     WalkPlan,
     WholeBodyStatus,
     default_log,
@@ -513,6 +516,8 @@ class WholeBodyStage:
         self._grace_until_ns = 0  # no staleness reported before this sensor time [ns] (a walk just started)
         self._rejecting = ""  # why samples are being rejected (the first of a series), "" if not
         self._skipping = ""  # why references are being skipped (the first of a series), "" if not
+        self._skipped_plan: Optional[int] = None  # plan named by the last reference skipped for its plan
+        self._report: Optional[TickReport] = None  # the last observe()'s report without a command
         self._pending: collections.OrderedDict = collections.OrderedDict()  # plan_id -> WalkPlan
         self._timeline: Optional[Timeline] = None  # the installed plan, support-corrected
         self._plan_id: Optional[int] = None
@@ -590,6 +595,12 @@ class WholeBodyStage:
         return self._tick_source
 
     @property
+    def report(self) -> Optional[TickReport]:
+        """The report of the last :meth:`observe` when its tick gave no command but has a status to say
+        (WAITING_FOR_REFERENCES: a walk waits for its first references), else None."""
+        return self._report
+
+    @property
     def ahead_command(self) -> Optional[JointCommand]:
         """The command solved for the reference announced ahead, returned by its tick if it matches."""
         return None if self._ahead is None else self._ahead.joint_command
@@ -640,8 +651,10 @@ class WholeBodyStage:
                 checked).
 
         Returns:
-            The command of a sensor-driven tick, or None (no tick, a prepared tick, a rejected sample).
+            The command of a sensor-driven tick, or None (no tick, a prepared tick, a rejected sample; a
+            tick without a command, waiting for a walk's first references, leaves a :attr:`report`).
         """
+        self._report = None
         try:
             stamp_ns = _stamp("stamp_ns", stamp_ns)
             steady_ns = optional_steady(steady_ns)
@@ -748,6 +761,7 @@ class WholeBodyStage:
             if plan_id == self._refused_plan:
                 return self._refused_tick(now, times)
             if not installed:
+                self._skipped_plan = plan_id
                 self._skip(f"references for plan {plan_id} skipped: this stage has plan {self._plan_id}")
                 return None
             if plan_id == self._stopped_plan:
@@ -755,6 +769,7 @@ class WholeBodyStage:
                            "walks again)")
                 return None
             self._skipping = ""
+            self._skipped_plan = None
             self._last_reference_ns = now
             if self._stabilizing:
                 self.stabilizer.set_reference(reference)
@@ -1275,17 +1290,33 @@ class WholeBodyStage:
                         self._install(next(reversed(self._pending)), now)  # no references: the newest plan
                     if self._walking_at(self._plan_time(now)):
                         if now < self._grace_until_ns:
-                            return None  # a walk just started: its first references are on their way
+                            # A walk just started: its first references are on their way. No command (the
+                            # last one goes on), but a report naming what the stage waits for.
+                            self._report = TickReport(
+                                now, WholeBodyStatus.WAITING_FOR_REFERENCES,
+                                f"waiting for the first CoM reference of the walk of plan {self._plan_id} "
+                                f"({self._references_heard(now)}): standing meanwhile; is the mpc_planner "
+                                "running?")
+                            return None
                         if self._walked is None:  # this stage has not walked it yet: the robot stands
                             raise _Hold(WholeBodyStatus.REFERENCE_STALE, f"no CoM reference for "
                                         f"{self.params.reference_timeout} s since the walk of plan "
-                                        f"{self._plan_id} started: holding the standing posture")
+                                        f"{self._plan_id} started ({self._references_heard(now)}): holding "
+                                        "the standing posture; is the mpc_planner running?")
                         self._start_safe_stop(self._plan_time(now))  # a plan extending the walk
             if self._safe_stop is not None:
                 return self._safe_stop_tick(now, self._plan_time(now), times)
             return self._tick(now, times, [None, None], TickSource.SENSOR)
         except _Hold as hold:
             return self._hold(now, hold.status, str(hold), TickSource.SENSOR)
+
+    def _references_heard(self, now: int) -> str:
+        """What the stage heard of the planner, for the reasons of a walk waiting for its references."""
+        if self._skipped_plan is not None and self._skipped_plan != self._plan_id:
+            return f"the references received name plan {self._skipped_plan}"
+        if self._last_reference_ns is None:
+            return "no CoM reference received yet"
+        return f"the last CoM reference {(now - self._last_reference_ns) / NS_PER_S:.2f} s ago"
 
     # ------------------------------------------------------------------ safe stop
     def _start_safe_stop(self, t: float) -> None:
