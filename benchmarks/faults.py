@@ -54,6 +54,7 @@ from std_msgs.msg import Bool, Float64MultiArray
 from walk_mpc.core.control.fault_drill import lateral_width
 from walk_mpc.core.walk import footsteps
 from walk_mpc.core.walk.behavior import WalkErrorCode
+from walk_mpc.graph import dds_environment
 from walk_mpc.msg import ComReference, FootstepPlan, TickTiming, WalkFeedback
 from walk_mpc.nodes.conversions import timeline_from_msg
 from walk_mpc.nodes.ik import is_reference_tick
@@ -339,6 +340,7 @@ def main() -> int:
     if args.in_process:
         return in_process(args.nodes, args.times, args.stand, args.sim)
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    os.environ.update(dds_environment())  # the drill's client as the graph's nodes: a restart heard at once
     rows = []
     with tempfile.TemporaryDirectory() as temporary:
         logs = args.log_dir or temporary

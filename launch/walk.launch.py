@@ -17,7 +17,7 @@ stopped or restarted alone.
 """
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
@@ -25,6 +25,7 @@ from walk_mpc.graph import (
     CONTROL,
     check_namespace,
     control_arguments,
+    dds_environment,
     default_config_directory,
     load_graph,
     namespace_frames,
@@ -45,7 +46,9 @@ def _nodes(context):
         overrides.setdefault(node, {}).update(values)
     control_process = LaunchConfiguration("control_process").perform(context).lower() in ("true", "1", "yes")
     processes = graph.processes(robot, sim, control_process)
-    actions = []
+    # walk_mpc's Fast DDS profile for the nodes (a restarted node discovered at once), unless another RMW or a
+    # profile of the user's is set, or WALK_MPC_FASTDDS_PROFILE=0 (walk_mpc.graph.dds_environment).
+    actions = [SetEnvironmentVariable(name, value) for name, value in dds_environment().items()]
     if CONTROL in processes:  # no node name or namespace here: the bringup names and namespaces its nodes
         actions.append(Node(package="walk_mpc", executable="bringup", output="screen",
                             arguments=control_arguments(robot, sim, processes[CONTROL], config, namespace)))

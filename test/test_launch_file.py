@@ -44,6 +44,7 @@ def launch_file(monkeypatch):
     actions = types.ModuleType("launch.actions")
     actions.DeclareLaunchArgument = type("DeclareLaunchArgument", (_Recorded,), {})
     actions.OpaqueFunction = type("OpaqueFunction", (_Recorded,), {})
+    actions.SetEnvironmentVariable = type("SetEnvironmentVariable", (_Recorded,), {})
     substitutions = types.ModuleType("launch.substitutions")
     substitutions.LaunchConfiguration = _LaunchConfiguration
     launch_ros = types.ModuleType("launch_ros")
@@ -61,6 +62,11 @@ def launch_file(monkeypatch):
 
 def _launch(module, **arguments) -> list:
     """The launch file's Node actions for ``arguments`` (the declared defaults for the rest)."""
+    return [a for a in _actions(module, **arguments) if type(a).__name__ == "Node"]
+
+
+def _actions(module, **arguments) -> list:
+    """Every action of the launch file's OpaqueFunction for ``arguments``."""
     entities = module.generate_launch_description()
     context = {e.args[0]: e.kwargs["default_value"] for e in entities
                if type(e).__name__ == "DeclareLaunchArgument"}
@@ -69,6 +75,26 @@ def _launch(module, **arguments) -> list:
     context.update(arguments)
     (opaque,) = [e for e in entities if type(e).__name__ == "OpaqueFunction"]
     return opaque.kwargs["function"](context)
+
+
+def test_launch_file_sets_the_nodes_environment_as_graph_processes_does(launch_file, monkeypatch):
+    """walk_mpc's Fast DDS profile (walk_mpc.graph.dds_environment) for the nodes, before them; nothing when
+    the user opts out."""
+    from walk_mpc.graph import FASTDDS_PROFILE_ENV
+
+    monkeypatch.delenv("FASTDDS_DEFAULT_PROFILES_FILE", raising=False)
+    monkeypatch.delenv("FASTRTPS_DEFAULT_PROFILES_FILE", raising=False)
+    monkeypatch.delenv("RMW_IMPLEMENTATION", raising=False)
+    monkeypatch.delenv(FASTDDS_PROFILE_ENV, raising=False)
+    actions = _actions(launch_file)
+    names = [type(a).__name__ for a in actions]
+    assert names.index("SetEnvironmentVariable") < names.index("Node")
+    (variable,) = [a for a in actions if type(a).__name__ == "SetEnvironmentVariable"]
+    graph = GraphProcesses("talos", "kinematic")
+    assert variable.args[0] == "FASTDDS_DEFAULT_PROFILES_FILE"
+    assert graph.environment[variable.args[0]] == variable.args[1]
+    monkeypatch.setenv(FASTDDS_PROFILE_ENV, "0")
+    assert "SetEnvironmentVariable" not in [type(a).__name__ for a in _actions(launch_file)]
 
 
 def test_launch_file_declares_control_process_off_by_default(launch_file):
@@ -116,3 +142,30 @@ def test_the_bringup_accepts_the_launch_file_control_arguments(launch_file):
     options = bringup.parse_arguments(control.kwargs["arguments"])
     assert (options.robot, options.sim, options.namespace) == ("talos", "kinematic", "robot3")
     assert options.nodes == ["walk_behavior", "mpc_planner", "ik", "robot_state"]
+
+
+def test_the_fast_dds_profile_applies_only_to_fast_dds_without_a_profile_of_the_user_s(tmp_path):
+    """walk_mpc.graph.dds_environment: the profile for rmw_fastrtps (the default RMW) unless the user has a
+    Fast DDS profile file or opts out; another RMW gets nothing. The profile widens the initial peers range
+    (a restarted node announces itself to every participant of the host at once) and keeps the default
+    transports."""
+    import xml.etree.ElementTree as ElementTree
+
+    from walk_mpc.graph import FASTDDS_PROFILE_ENV, dds_environment
+
+    (profile,) = dds_environment({}).values()
+    for rmw in ("rmw_fastrtps_cpp", "rmw_fastrtps_dynamic_cpp"):
+        env = {"RMW_IMPLEMENTATION": rmw}
+        assert dds_environment(env) == {"FASTDDS_DEFAULT_PROFILES_FILE": profile}
+    for env in ({"RMW_IMPLEMENTATION": "rmw_cyclonedds_cpp"}, {"RMW_IMPLEMENTATION": "rmw_zenoh_cpp"},
+                {"FASTDDS_DEFAULT_PROFILES_FILE": str(tmp_path / "mine.xml")},
+                {"FASTRTPS_DEFAULT_PROFILES_FILE": str(tmp_path / "mine.xml")},
+                {FASTDDS_PROFILE_ENV: "0"}, {FASTDDS_PROFILE_ENV: "off"}):
+        assert dds_environment(env) == {}, env
+    ns = {"d": "http://www.eprosima.com"}
+    root = ElementTree.parse(profile).getroot()
+    assert int(root.find(".//d:maxInitialPeersRange", ns).text) >= 16
+    kinds = [t.text for t in root.findall(".//d:transport_descriptor/d:type", ns)]
+    assert kinds == ["SHM", "UDPv4"]
+    (participant,) = root.findall(".//d:participant", ns)
+    assert participant.get("is_default_profile") == "true"

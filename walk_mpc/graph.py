@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -128,6 +129,33 @@ def default_config_directory() -> Path:
     except ImportError:
         pass
     return Path(__file__).resolve().parents[1] / "config"
+
+
+#: walk_mpc's Fast DDS participant profile (config/fastdds_localhost.xml): discovery of a restarted node in
+#: milliseconds instead of up to 3 s (the file says why).
+FASTDDS_PROFILE = "fastdds_localhost.xml"
+
+#: Environment variable: "0" (or "false", "off") keeps Fast DDS's own discovery settings.
+FASTDDS_PROFILE_ENV = "WALK_MPC_FASTDDS_PROFILE"
+
+_FASTDDS_RMWS = ("", "rmw_fastrtps_cpp", "rmw_fastrtps_dynamic_cpp")
+
+
+def dds_environment(environ: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+    """Environment variables to add for the graph's node processes: ``FASTDDS_DEFAULT_PROFILES_FILE`` =
+    :data:`FASTDDS_PROFILE` when the middleware is rmw_fastrtps (the default), no Fast DDS profile file is
+    set already, and :data:`FASTDDS_PROFILE_ENV` is not "0"; else nothing (another RMW, the user's profile).
+
+    Args:
+        environ: The environment to check (default: ``os.environ``).
+    """
+    env = os.environ if environ is None else environ
+    if (env.get(FASTDDS_PROFILE_ENV, "").lower() in ("0", "false", "off")
+            or env.get("RMW_IMPLEMENTATION", "") not in _FASTDDS_RMWS
+            or env.get("FASTDDS_DEFAULT_PROFILES_FILE") or env.get("FASTRTPS_DEFAULT_PROFILES_FILE")):
+        return {}
+    path = default_config_directory() / FASTDDS_PROFILE
+    return {"FASTDDS_DEFAULT_PROFILES_FILE": str(path)} if path.is_file() else {}
 
 
 def load_graph(path: Optional[Path] = None) -> Graph:

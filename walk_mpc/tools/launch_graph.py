@@ -15,6 +15,10 @@ A robot with a ``model`` in config/graph.yaml gets its description's values on t
 (``-p`` arguments, :meth:`walk_mpc.graph.Graph.overrides`); a namespace puts the graph's nodes, topics and
 frames under it (several robots side by side).
 
+The nodes run with walk_mpc's Fast DDS profile (config/fastdds_localhost.xml: a restarted node is discovered
+in milliseconds; :func:`walk_mpc.graph.dds_environment` says when it applies; ``WALK_MPC_FASTDDS_PROFILE=0``
+keeps Fast DDS's own settings).
+
 Ctrl-C stops every node. The exit code is non-zero when a node exits on its own with an error. On Linux a
 node also gets SIGTERM when the process that started it dies (killed, crashed), so no node outlives its
 launcher and keeps publishing into the domain.
@@ -36,6 +40,7 @@ from walk_mpc.graph import (
     CONTROL,
     check_namespace,
     control_arguments,
+    dds_environment,
     load_graph,
     namespace_frames,
     namespaced_parameters_file,
@@ -99,6 +104,8 @@ class GraphProcesses:
         self.sim = sim
         self.log_dir = Path(log_dir) if log_dir else None
         self.extra_args = dict(extra_args or {})
+        #: The nodes' environment: ours, and walk_mpc's Fast DDS profile (walk_mpc.graph.dds_environment).
+        self.environment = {**os.environ, **dds_environment()}
         self.processes: Dict[str, subprocess.Popen] = {}
         self._logs: List[IO] = []
         self._threads: List[threading.Thread] = []
@@ -137,10 +144,10 @@ class GraphProcesses:
             log = open(self.log_dir / f"{name}.log", "a")
             self._logs.append(log)
             proc = subprocess.Popen(self.command(name), stdout=log, stderr=subprocess.STDOUT,
-                                    preexec_fn=die_with_parent)
+                                    preexec_fn=die_with_parent, env=self.environment)
         else:
             proc = subprocess.Popen(self.command(name), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    text=True, bufsize=1, preexec_fn=die_with_parent)
+                                    text=True, bufsize=1, preexec_fn=die_with_parent, env=self.environment)
             thread = threading.Thread(target=self._forward, args=(name, proc), daemon=True)
             thread.start()
             self._threads.append(thread)
