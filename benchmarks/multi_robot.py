@@ -46,6 +46,7 @@ import numpy as np
 BASE_DOMAIN = 150
 STEP_LENGTH = 0.1  # [m]
 STEP_DURATION = 0.9  # [s]
+HARDWARE_PERIOD = 0.01  # [s] the sims' sample period (config/walk_mpc.yaml sim.kinematic.hardware_period)
 CONTROL_PERIOD_MS = 20.0  # [ms] the control loop's period: a later command missed its control deadline
 
 
@@ -81,6 +82,9 @@ def probe(args: argparse.Namespace) -> int:
         if node is not None:
             spin.add_node(node)
     spin.start()
+    if args.priority_boost:  # above the machine's other jobs, below the graphs it measures
+        for tid in map(int, os.listdir("/proc/self/task")):
+            os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(args.priority_boost))
     result: Dict[str, object] = {}
     try:
         deadline = time.monotonic() + 120.0
@@ -132,9 +136,27 @@ def probe(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------------------------- the runs
+def boosted_config(boost: int, logs: Path) -> str:
+    """The robot's parameters file with ``boost`` added to every node's ``realtime_priority`` (0 stays 0)."""
+    import yaml
+
+    from walk_mpc.graph import load_graph
+
+    path = load_graph().config_path("talos")
+    config = yaml.safe_load(path.read_text())
+    for node in config.values():
+        values = node.get("ros__parameters", {})
+        if values.get("realtime_priority", 0) > 0:
+            values["realtime_priority"] = min(99, values["realtime_priority"] + boost)
+    out = logs / f"boosted_{boost}_{path.name}"
+    out.write_text(yaml.safe_dump(config))
+    return str(out)
+
+
 def run(count: int, args: argparse.Namespace, logs: Path) -> None:
     from walk_mpc.tools.launch_graph import GraphProcesses
 
+    config = boosted_config(args.priority_boost, logs) if args.priority_boost else None
     graphs: list = []
     probes: List[subprocess.Popen] = []
     environ = dict(os.environ)
@@ -147,10 +169,14 @@ def run(count: int, args: argparse.Namespace, logs: Path) -> None:
                     [sys.executable, "-P", "-m", "walk_mpc.nodes.bringup", "--robot", "talos", "--sim",
                      "kinematic"], stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ))))
             else:
-                graph = GraphProcesses("talos", "kinematic", log_dir=logs / f"n{count}_robot{i}",
-                                       control_process=args.mode == "control")
+                sim_args = ({"sim": ["-p", f"phase_offset:={i * HARDWARE_PERIOD / count!r}"]}
+                            if args.phases == "spread" else None)
+                graph = GraphProcesses("talos", "kinematic", config=config,
+                                       log_dir=logs / f"n{count}_robot{i}",
+                                       control_process=args.mode == "control", extra_args=sim_args)
                 graphs.append(graph.start())
-            command = [sys.executable, "-P", __file__, "--probe", "--duration", str(args.duration)]
+            command = [sys.executable, "-P", __file__, "--probe", "--duration", str(args.duration),
+                       "--priority-boost", str(args.priority_boost)]
             if args.recorder:
                 command += ["--record", str(logs / f"n{count}_robot{i}.mcap")]
             probes.append(subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
@@ -200,7 +226,8 @@ def run(count: int, args: argparse.Namespace, logs: Path) -> None:
                 p.wait()
         for g in graphs:
             g.stop()
-    print(f"\n## {count} robot(s), {args.mode}, {args.duration:.0f} s walking window"
+    phases = "free" if args.mode == "bringup" else args.phases
+    print(f"\n## {count} robot(s), {args.mode}, phases {phases}, {args.duration:.0f} s walking window"
           f"{' with the recorder' if args.recorder else ''}, load average {load:.1f}")
     print("| robot | samples measured (sim) / latency messages | missed 10 ms deadlines | "
           f"latency over {CONTROL_PERIOD_MS:.0f} ms | latency median / p99 / max [ms] | walk |\n"
@@ -259,6 +286,14 @@ def main() -> int:
     parser.add_argument("--mode", choices=("processes", "control", "bringup"), default="processes",
                         help="a process per node (as launched), the control nodes in one process beside the "
                              "sim's, or one process per robot")
+    parser.add_argument("--phases", choices=("spread", "free"), default="spread",
+                        help="spread: robot i's sim sends its samples at i/N of the 10 ms period (sim "
+                             "phase_offset); free: each sim's timer starts with its node (one process per "
+                             "robot in --mode bringup is always free)")
+    parser.add_argument("--priority-boost", type=int, default=0,
+                        help="add this to every node's realtime_priority, and run the probes at SCHED_FIFO "
+                             "priority this (measure above the other jobs of a shared machine; --mode "
+                             "processes and control)")
     parser.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--record", default="", help=argparse.SUPPRESS)
     parser.add_argument("--log-dir", default="", help="keep the node logs (and recordings) there")

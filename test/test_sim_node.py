@@ -284,3 +284,34 @@ def test_realtime_priority_out_of_range_is_a_configuration_error(start_node, val
     sim = start_node("sim", "--ros-args", "-p", f"realtime_priority:={value}")
     assert sim.proc.wait(timeout=30) == 2, sim.output()
     assert "realtime_priority" in sim.output() and "0..99" in sim.output()
+
+
+def test_phase_wait_reaches_the_next_instant_at_the_offset():
+    from walk_mpc.nodes.sim import phase_wait_ns
+
+    assert phase_wait_ns(1_000_000_000, PERIOD_NS, 2_500_000) == 2_500_000
+    assert phase_wait_ns(1_002_500_000, PERIOD_NS, 2_500_000) == 0
+    assert phase_wait_ns(1_003_000_000, PERIOD_NS, 2_500_000) == 9_500_000
+    assert phase_wait_ns(1_009_999_999, PERIOD_NS, 0) == 1
+
+
+@pytest.mark.parametrize("value", [-0.5, float("nan"), float("inf")])
+def test_phase_offset_other_than_minus_one_or_a_time_is_rejected(value):
+    from walk_mpc.core.errors import ParameterError
+    from walk_mpc.nodes.sim import SimNodeParameters
+
+    with pytest.raises(ParameterError, match="phase_offset"):
+        SimNodeParameters(phase_offset=value)
+
+
+def test_phase_offset_of_a_period_or_more_is_a_configuration_error(start_node):
+    sim = start_node("sim", "--ros-args", "-p", "phase_offset:=0.01")
+    assert sim.proc.wait(timeout=30) == 2, sim.output()
+    assert "phase_offset" in sim.output() and "[0, 0.01) s" in sim.output()
+
+
+def test_a_sim_with_a_phase_offset_publishes_periodic_samples(start_node, probe):
+    sim = start_sim(start_node, probe, "-p", "phase_offset:=0.0025")
+    probe.spin_until(lambda: len(probe.samples) >= 5, "five samples", sim)
+    stamps = [stamp_ns(m) for m in probe.samples[:5]]
+    assert all(b - a == PERIOD_NS for a, b in zip(stamps, stamps[1:]))

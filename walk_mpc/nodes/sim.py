@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import array
 import dataclasses
+import math
 import sys
 import time
 from collections import OrderedDict
@@ -116,6 +117,11 @@ class SimNodeParameters:
         mujoco: Physics parameters of the MuJoCo backend (gains, timestep, feed-forward, wheels, lift).
         command_max_age: A JointTrajectory stamped more than this before the simulated time is rejected [s].
         command_max_lead: A JointTrajectory stamped more than this after the simulated time is rejected [s].
+        phase_offset: [s] Where the samples fall in the wall period: the timer starts when the system clock
+            modulo the wall period (``hardware_period / real_time_factor``) equals this, so samples go out
+            at ``k * period + phase_offset``. Robots sharing one computer get different offsets so that
+            their control ticks do not start at the same instant and queue for the CPUs
+            (``benchmarks/multi_robot.py``). -1 = no alignment: the timer starts with the node.
     """
 
     backend: str = "kinematic"
@@ -134,8 +140,12 @@ class SimNodeParameters:
     mujoco: MujocoSim.Parameters = dataclasses.field(default_factory=MujocoSim.Parameters)
     command_max_age: float = 0.5
     command_max_lead: float = 0.5
+    phase_offset: float = -1.0
 
     def __post_init__(self) -> None:
+        if self.phase_offset != -1.0 and not (math.isfinite(self.phase_offset) and self.phase_offset >= 0.0):
+            raise ParameterError("phase_offset", self.phase_offset,
+                                 "-1 (no alignment) or a time >= 0 s below the wall period")
         check_positive("command_max_age", self.command_max_age)
         check_positive("command_max_lead", self.command_max_lead)
         check_choice("backend", self.backend, sorted(BACKENDS))
@@ -162,6 +172,11 @@ class SimNodeParameters:
         if self.robot_type == "wheeled":
             return WheelPlant(self.wheels)
         return create_backend(self.backend, self.kinematic)
+
+
+def phase_wait_ns(now_ns: int, period_ns: int, offset_ns: int) -> int:
+    """Time [ns] from ``now_ns`` to the next instant ``k * period_ns + offset_ns`` (0 when at one)."""
+    return (offset_ns - now_ns) % period_ns
 
 
 def _vector3(v) -> Vector3:
@@ -270,6 +285,11 @@ class SimNode(GraphNode):
         self._publish_fall(self.backend.state.fallen)
         self._publish_deadlines()
         wall_period = self.backend.hardware_period / params.real_time_factor
+        if params.phase_offset >= wall_period:
+            raise ParameterError("phase_offset", params.phase_offset,
+                                 f"-1 (no alignment) or a time in [0, {wall_period:g}) s, the wall period")
+        if params.phase_offset >= 0.0:
+            self._wait_for_phase(round(wall_period * 1e9), round(params.phase_offset * 1e9))
         self._timer = self.create_timer(wall_period, self._on_timer)
         inputs = [self._trajectory_sub.topic_name] + (
             [self._commands_sub.topic_name] if self._commands_sub is not None else [])
@@ -277,6 +297,11 @@ class SimNode(GraphNode):
             f"{params.backend} simulator of {len(self.backend.joint_names)} joints, period "
             f"{self.backend.hardware_period} s, real-time factor {params.real_time_factor}; publishing "
             f"'{self._sensor_pub.topic_name}', commands on {inputs}")
+
+    def _wait_for_phase(self, period_ns: int, offset_ns: int) -> None:
+        """Return when the node's clock modulo ``period_ns`` is ``offset_ns``: a timer created then fires at
+        that phase (rcl timers keep the phase of their creation)."""
+        time.sleep(phase_wait_ns(self.get_clock().now().nanoseconds, period_ns, offset_ns) / 1e9)
 
     def sim_time_of(self, stamp_ns: int) -> float:
         """Simulated time [s] of a ROS stamp [ns] on the sensor clock."""
