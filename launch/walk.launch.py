@@ -44,6 +44,9 @@ def _nodes(context):
     overrides = graph.overrides(robot)
     for node, values in namespace_frames(namespace).items():
         overrides.setdefault(node, {}).update(values)
+    phase_offset = LaunchConfiguration("phase_offset").perform(context)
+    if phase_offset:
+        overrides.setdefault("sim", {})["phase_offset"] = float(phase_offset)
     control_process = LaunchConfiguration("control_process").perform(context).lower() in ("true", "1", "yes")
     processes = graph.processes(robot, sim, control_process)
     # walk_mpc's Fast DDS profile for the nodes (a restarted node discovered at once), unless another RMW or a
@@ -88,5 +91,9 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument("config", default_value="", description="former name of params_file"),
         DeclareLaunchArgument("control_process", default_value="false",
                               description="run the control nodes (all but the sim) in one process"),
+        DeclareLaunchArgument("phase_offset", default_value="",
+                              description="[s] the sim's samples at k * period + this on the system clock: "
+                                          "give robots on one computer different offsets ('' = the "
+                                          "params file's)"),
         OpaqueFunction(function=_nodes),
     ])

@@ -133,6 +133,17 @@ def test_launch_file_control_process_runs_the_control_nodes_in_one_bringup_besid
     assert sim.kwargs["name"] == "sim" and sim.kwargs["parameters"][1]["backend"] == "kinematic"
 
 
+def test_launch_file_phase_offset_reaches_the_sim_like_graph_processes(launch_file):
+    (sim,) = [n for n in _launch(launch_file, robot="talos", sim="kinematic", namespace="robot3",
+                                 control_process="true", phase_offset="0.0075") if n.kwargs.get("name") == "sim"]
+    assert sim.kwargs["parameters"][1]["phase_offset"] == 0.0075
+    command = GraphProcesses("talos", "kinematic", namespace="robot3", control_process=True,
+                             phase_offset=0.0075).command("sim")
+    assert "phase_offset:=0.0075" in command
+    (default,) = [n for n in _launch(launch_file) if n.kwargs.get("name") == "sim"]
+    assert "phase_offset" not in default.kwargs["parameters"][1]  # '': the params file's
+
+
 def test_the_bringup_accepts_the_launch_file_control_arguments(launch_file):
     """The arguments parse as the bringup's (an unknown option would end the process at start)."""
     from walk_mpc.nodes import bringup

@@ -220,6 +220,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--control-process", action="store_true",
                         help="run the control nodes in one process beside the sim (ros2 launch: "
                              "control_process:=true), as several robots on one machine need")
+    parser.add_argument("--phase-offset", type=float, default=None,
+                        help="[s] the sim's samples at k * period + this on the system clock (ros2 launch: "
+                             "phase_offset:=); several robots on one machine: a different one each")
     args = parser.parse_args(argv)
     if args.robot not in [r.name for r in load_graph().robots] and gesture_demo.gesturing_robot(args.robot):
         print(f"robot: {args.robot}")  # a quadruped: seed 003's gestures in process (the graph walks bipeds)
@@ -244,7 +247,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(f"walk_mpc demo: robot {args.robot}, simulator {args.sim}{where}; "
           f"node logs in {args.out_dir / 'logs'}")
     graph = GraphProcesses(args.robot, args.sim, args.config, log_dir=args.out_dir / "logs",
-                           namespace=args.namespace, control_process=args.control_process).start()
+                           namespace=args.namespace, control_process=args.control_process,
+                           phase_offset=args.phase_offset).start()
     rclpy.init()
     ns = {"namespace": args.namespace} if args.namespace else {}
     client = rclpy.create_node("walk_mpc_demo", **ns)

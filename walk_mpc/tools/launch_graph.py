@@ -76,6 +76,8 @@ class GraphProcesses:
         namespace: Namespace of the graph ('' = none).
         control_process: Run every node but the sim in one process named :data:`CONTROL` (``processes``,
             ``start``, ``stop_node`` and ``command`` then take ``"control"`` for them).
+        phase_offset: [s] The sim's ``phase_offset`` (its samples at ``k * period + phase_offset`` of the
+            system clock: robots sharing a computer get different ones); None = the parameters file's.
 
     Raises:
         WalkMpcError: On an unknown robot or backend.
@@ -85,7 +87,7 @@ class GraphProcesses:
     def __init__(self, robot: str = "talos", sim: str = "kinematic", config: Optional[str] = None,
                  log_dir: Optional[os.PathLike] = None,
                  extra_args: Optional[Dict[str, Sequence[str]]] = None, namespace: str = "",
-                 control_process: bool = False) -> None:
+                 control_process: bool = False, phase_offset: Optional[float] = None) -> None:
         graph = load_graph()
         self.robot, self.config = robot, config
         self.specs = graph.select(robot, sim)
@@ -101,6 +103,8 @@ class GraphProcesses:
         self.overrides = graph.overrides(robot)
         for node, values in namespace_frames(self.namespace).items():
             self.overrides.setdefault(node, {}).update(values)
+        if phase_offset is not None:
+            self.overrides.setdefault("sim", {})["phase_offset"] = float(phase_offset)
         self.sim = sim
         self.log_dir = Path(log_dir) if log_dir else None
         self.extra_args = dict(extra_args or {})
