@@ -21,10 +21,15 @@ the demo's topics. Once every graph runs, all robots walk at once (one goal of 0
 ``--mode bringup`` runs each robot's graph as one process (every node of the robot, the sim too), to compare
 what the processes cost.
 
+``--phases spread`` (the default) gives robot i's sim the ``phase_offset`` i/N of the 10 ms period, as robots
+sharing a computer should have (README, "Several robots at once"); ``--phases free`` starts each sim's timer
+with its node, as before. ``--priority-boost K`` adds K to every node's ``realtime_priority`` and runs the
+probes at SCHED_FIFO K: it measures the graphs above the other jobs of a shared machine.
+
 A benchmark, not a test: it prints a table per N; it takes about ``duration + 30`` s per N.
 
     bash -c 'source tools/env.sh && source install/setup.bash && python -P benchmarks/multi_robot.py \\
-        --robots 1 2 4 --duration 60 [--recorder] [--mode processes|control|bringup]'
+        --robots 1 2 4 --duration 60 [--recorder] [--mode processes|control|bringup] [--phases spread|free]'
 """
 
 from __future__ import annotations
@@ -169,11 +174,10 @@ def run(count: int, args: argparse.Namespace, logs: Path) -> None:
                     [sys.executable, "-P", "-m", "walk_mpc.nodes.bringup", "--robot", "talos", "--sim",
                      "kinematic"], stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ))))
             else:
-                sim_args = ({"sim": ["-p", f"phase_offset:={i * HARDWARE_PERIOD / count!r}"]}
-                            if args.phases == "spread" else None)
+                offset = i * HARDWARE_PERIOD / count if args.phases == "spread" else None
                 graph = GraphProcesses("talos", "kinematic", config=config,
                                        log_dir=logs / f"n{count}_robot{i}",
-                                       control_process=args.mode == "control", extra_args=sim_args)
+                                       control_process=args.mode == "control", phase_offset=offset)
                 graphs.append(graph.start())
             command = [sys.executable, "-P", __file__, "--probe", "--duration", str(args.duration),
                        "--priority-boost", str(args.priority_boost)]
