@@ -302,6 +302,47 @@ def test_a_dead_spin_thread_fails_the_waiting_client_at_once_with_its_cause(walk
         client.close()
 
 
+@pytest.mark.parametrize("kind", ["own_executor", "spin_thread"])
+def test_a_client_starved_of_the_cpu_takes_the_queued_feedback_before_blaming_the_server(kind, walk_server):
+    """The client's thread stalls 1.5 s (as a process starved of the CPU under load; here a feedback callback
+    that blocks) while the server goes on publishing its feedback: the default server_silence (0.9 s) has
+    passed when the client runs again, but the feedback of the stall is queued. send_walk takes it first
+    and the walk runs to its end; before, it raised ActionServerLost ("no feedback ... for 1.5 s: is
+    walk_behavior running?") at the first check after the stall."""
+    import time
+
+    import rclpy
+
+    from walk_mpc.tools.send_walk import SERVER_SILENCE, send_walk
+
+    stall = SERVER_SILENCE + 0.6  # [s]
+    stalled = []
+
+    def on_feedback(feedback) -> None:
+        if not stalled:
+            stalled.append(True)
+            time.sleep(stall)  # the client stalls (not a synchronisation: the server runs on meanwhile)
+
+    if kind == "spin_thread":
+        client = SpunClient("spin_thread", busy=False)
+        node, walk_client, close = client.node, client.walk_client, client.close
+    else:  # a node in no executor: send_walk spins it itself, in this thread
+        context = rclpy.Context()
+        rclpy.init(context=context)
+        node = rclpy.create_node("starved_client", context=context)
+        walk_client = None
+
+        def close() -> None:
+            node.destroy_node()
+            context.try_shutdown()
+    try:
+        outcome = send_walk(node, [step(3.0)], on_feedback=on_feedback, client=walk_client,
+                            server_timeout=30.0, result_timeout=60.0)
+        assert stalled and outcome.succeeded, outcome
+    finally:
+        close()
+
+
 def test_spin_thread_runs_calls_on_its_thread_and_reports_its_end(context):
     import rclpy
     from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor

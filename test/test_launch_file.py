@@ -134,8 +134,9 @@ def test_launch_file_control_process_runs_the_control_nodes_in_one_bringup_besid
 
 
 def test_launch_file_phase_offset_reaches_the_sim_like_graph_processes(launch_file):
-    (sim,) = [n for n in _launch(launch_file, robot="talos", sim="kinematic", namespace="robot3",
-                                 control_process="true", phase_offset="0.0075") if n.kwargs.get("name") == "sim"]
+    nodes = _launch(launch_file, robot="talos", sim="kinematic", namespace="robot3", control_process="true",
+                    phase_offset="0.0075")
+    (sim,) = [n for n in nodes if n.kwargs.get("name") == "sim"]
     assert sim.kwargs["parameters"][1]["phase_offset"] == 0.0075
     command = GraphProcesses("talos", "kinematic", namespace="robot3", control_process=True,
                              phase_offset=0.0075).command("sim")

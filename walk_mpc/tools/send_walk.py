@@ -103,6 +103,14 @@ class WalkOutcome:
         return self.status == GoalStatus.STATUS_SUCCEEDED and self.error_code == WalkErrorCode.NONE
 
 
+#: Callbacks :meth:`_Waiter.catch_up` runs when it spins the node itself.
+_CATCH_UP_SPINS = 20
+
+
+def _nothing() -> None:
+    """A no-op run on the spin thread (:meth:`_Waiter.catch_up`)."""
+
+
 class _Waiter:
     """Waits on futures of ``node``, and creates and destroys its entities where that is safe.
 
@@ -132,6 +140,17 @@ class _Waiter:
         if self.executor is not None:
             return fn(*args)  # this thread is the one that spins it
         return on_executor_thread(self.node, fn, *args)
+
+    def catch_up(self) -> None:
+        """Let the thread that spins ``node`` take what has arrived: after this process was starved of the
+        CPU, the messages of the stall are still queued, and a silence measured before they are taken is our
+        own, not the sender's."""
+        if self.executor is not None:
+            for _ in range(_CATCH_UP_SPINS):  # each spin_once runs one ready callback
+                self.executor.spin_once(timeout_sec=0.0)
+        else:
+            self.run(_nothing)  # a full turn of the spin thread's loop after the first one:
+            self.run(_nothing)  # everything ready before the call has been taken
 
     def wait(self, condition: Callable[[], bool], timeout: Optional[float] = None,
              every: Optional[Callable[[], None]] = None) -> bool:
@@ -260,6 +279,9 @@ def send_walk(
             if cancel is not None and cancel.is_set() and not canceling:
                 canceling.append(waiter.run(handle.cancel_goal_async))
             silence = time.monotonic() - heard[0]
+            if server_silence is not None and silence > server_silence and not result_future.done():
+                waiter.catch_up()  # a client starved of the CPU takes the feedback of the stall first
+                silence = time.monotonic() - heard[0]
             if server_silence is not None and silence > server_silence and not result_future.done():
                 raise ActionServerLost(f"no feedback from action server '{action_name}' for {silence:.2f} s "
                                        "while the goal runs: is walk_behavior running?")
