@@ -244,12 +244,8 @@ class IKNode(GraphNode):
         if params is None:
             params = read_parameters(self)
         self.params = p = params
-        self.robot = RobotModel(params.robot)
-        self.stage = WholeBodyStage(self.robot, params.stage, RosLog(self.get_logger()))
-        self.joint_names = self.stage.joint_names
-        self._messages = JointMessages(self.joint_names, p.publish_joint_states)
-        self._ahead: tuple = (None, None)  # (the stage's command solved ahead, its messages)
-
+        # The endpoints first: DDS discovers them (up to 1 s after a restart: Fast DDS's endpoint discovery
+        # heartbeat) while the robot model and the IK kernels load; nothing runs before the node spins.
         qos = reliable_qos()
         self._trajectory_pub = self.create_publisher(JointTrajectory, p.trajectory_topic, qos)
         self._commands_pub = self.create_publisher(Float64MultiArray, p.commands_topic, qos)
@@ -269,6 +265,11 @@ class IKNode(GraphNode):
         self._triggers = {"reference": reference_sub.topic_name, "sensor": sensor_sub.topic_name}
         self.create_service(ExecGesture, "ik/exec_gesture", self._on_exec_gesture)
         self.create_service(SetGestureEffect, "ik/set_gesture_effect", self._on_set_gesture_effect)
+        self.robot = RobotModel(params.robot)
+        self.stage = WholeBodyStage(self.robot, params.stage, RosLog(self.get_logger()))
+        self.joint_names = self.stage.joint_names
+        self._messages = JointMessages(self.joint_names, p.publish_joint_states)
+        self._ahead: tuple = (None, None)  # (the stage's command solved ahead, its messages)
         self.get_logger().info(
             f"IK of '{self.robot.name}' ({len(self.joint_names)} joints, legs {list(self.stage.legs)}), "
             f"control period {p.control_period} s; waiting for '{p.sensor_topic}' or '{p.reference_topic}'")

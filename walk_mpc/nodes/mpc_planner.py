@@ -191,16 +191,8 @@ class MpcPlannerNode(GraphNode):
         if params is None:
             params = DataclassParameters(self, MpcPlannerNodeParameters).read()
         self.params = p = params
-        self.robot = RobotModel(params.robot)
-        if not self.robot.is_biped:
-            raise ParameterError("robot.robot", params.robot.robot, "a biped (left and right sole frames)")
-        self._log = RosLog(self.get_logger(), period=WARNING_PERIOD)
-        self.stage = PlannerStage(self.robot, params.stage, self._log)
-        self._malformed = 0  # samples whose message could not be converted
-        self._ahead: Optional[tuple[CoMReference, ComReference]] = None  # announced: reference, message
-        self._preview: Optional[tuple] = None  # (stamp, output, timeline) waiting for the preview timer
-        self._visuals = PlannerVisuals(p.frame_id, p.planner.sole, self.stage.planner.model.zeta)
-
+        # The endpoints first: DDS discovers them (up to 1 s after a restart: Fast DDS's endpoint discovery
+        # heartbeat) while the robot model and the MPC backend load; nothing runs before the node spins.
         qos = reliable_qos()
         self._reference_pub = self.create_publisher(ComReference, p.reference_topic, qos)
         self._reference_ahead_pub = (self.create_publisher(ComReference, p.reference_ahead_topic, qos)
@@ -216,6 +208,15 @@ class MpcPlannerNode(GraphNode):
         # Previews are published by this one-shot timer after the tick, not on the reference's critical path.
         self._preview_timer = self.create_timer(PREVIEW_DELAY, self._on_preview_timer)
         self._preview_timer.cancel()
+        self.robot = RobotModel(params.robot)
+        if not self.robot.is_biped:
+            raise ParameterError("robot.robot", params.robot.robot, "a biped (left and right sole frames)")
+        self._log = RosLog(self.get_logger(), period=WARNING_PERIOD)
+        self.stage = PlannerStage(self.robot, params.stage, self._log)
+        self._malformed = 0  # samples whose message could not be converted
+        self._ahead: Optional[tuple[CoMReference, ComReference]] = None  # announced: reference, message
+        self._preview: Optional[tuple] = None  # (stamp, output, timeline) waiting for the preview timer
+        self._visuals = PlannerVisuals(p.frame_id, p.planner.sole, self.stage.planner.model.zeta)
         mpc, samples = p.planner.mpc, p.stage.samples_per_tick
         self.get_logger().info(
             f"MPC planner of '{self.robot.name}': control period {p.planner.control_period} s (every "
