@@ -557,3 +557,34 @@ def test_reset_forgets_the_time_base_the_plan_and_the_counters(talos, robot):
     assert stage.timeline is None
     tick = stage.observe(S0 - 10 * HW, sample(robot))  # earlier than before: a first sample again
     assert tick.ticked and stage.timeline.steps == () and stage.origin_ns == S0 - 10 * HW
+
+
+def test_on_a_known_slope_the_reference_carries_the_soles_tilts_and_on_level_ground_none(talos, robot):
+    """The soles' roll and pitch at T and 2T (StepData normal, for the stabilizer's sole offsets): those of
+    the stage's timeline at the targets' times; a level plan's references carry none (as before)."""
+    import math
+
+    from walk_mpc.core.body.targets import sole_tilts_at
+
+    slope = math.radians(5.0)
+    level = walk(robot)
+    steps = [s.replace(normal=(-math.sin(slope), 0.0, math.cos(slope))) if s.step_index >= 2 else s
+             for s in level.steps]
+    for timeline, sloped in ((level, False), (Timeline(level.phases[0].left, level.phases[0].right, steps,
+                                                       level.timing), True)):
+        stage = stage_of(talos)
+        stream = Stream(stage, robot)
+        assert stage.set_plan(WalkPlan(1, True, S0, timeline))
+        ticks = [t for t in stream.run(600) if t.reference is not None]
+        assert len(ticks) > 200
+        tilts = [t.reference.sole_tilt for t in ticks]
+        if not sloped:
+            assert all(tilt is None for tilt in tilts)
+            continue
+        assert sum(tilt is not None for tilt in tilts) > 100
+        for tick in ticks:
+            if tick.reference.sole_tilt is not None:
+                wanted = [sole_tilts_at(stage.timeline, t) for t in tick.output.target_times]
+                np.testing.assert_allclose(tick.reference.sole_tilt, wanted, atol=1e-12)
+        standing = [[0.0, -slope], [0.0, -slope]]  # both soles on the slope at the end
+        np.testing.assert_allclose(ticks[-1].reference.sole_tilt[0], standing, atol=1e-12)
