@@ -165,9 +165,12 @@ def run(count: int, args: argparse.Namespace, logs: Path) -> None:
     graphs: list = []
     probes: List[subprocess.Popen] = []
     environ = dict(os.environ)
+    cpus = sorted(os.sched_getaffinity(0))
     try:
         for i in range(count):
             os.environ["ROS_DOMAIN_ID"] = str(BASE_DOMAIN + i)
+            if args.pin:  # as `taskset -c <cpu>` before the robot's launch: its processes inherit the CPU
+                os.sched_setaffinity(0, {cpus[i % len(cpus)]})
             if args.mode == "bringup":
                 log = open(logs / f"n{count}_robot{i}_bringup.log", "w")
                 graphs.append(_Bringup(subprocess.Popen(
@@ -188,6 +191,7 @@ def run(count: int, args: argparse.Namespace, logs: Path) -> None:
     finally:
         os.environ.clear()
         os.environ.update(environ)
+        os.sched_setaffinity(0, cpus)
     results: List[dict] = [{} for _ in probes]
     try:
         for i, p in enumerate(probes):
@@ -298,6 +302,9 @@ def main() -> int:
                         help="add this to every node's realtime_priority, and run the probes at SCHED_FIFO "
                              "priority this (measure above the other jobs of a shared machine; --mode "
                              "processes and control)")
+    parser.add_argument("--pin", action="store_true",
+                        help="robot i's processes (sim, control nodes, probe) started on CPU i mod the CPU "
+                             "count, as `taskset -c` before each robot's launch")
     parser.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--record", default="", help=argparse.SUPPRESS)
     parser.add_argument("--log-dir", default="", help="keep the node logs (and recordings) there")
