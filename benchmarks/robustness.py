@@ -41,6 +41,12 @@ standing without and with the recovery step in one table. ``--directions`` selec
 ``--zmp-inward-offset D``: every run's planner with ``PlannerParameters.zmp_inward_offset`` D [m] (a single
 stance's ZMP reference moved toward the other foot: less lateral sway).
 
+``--stabilizer NAME=VALUE,...``: the runs with the stabilizer on with these
+:class:`~walk_mpc.core.control.stabilizer.StabilizerParameters` (e.g. ``com_offset_limit=0.08``).
+
+``--on-only``: the push rows of the second column only (the first '-'); ``--why``: each push cell with the
+smallest impulse that fell in the bisection and why (the fall detector's time and criteria, IK failures).
+
 ``--estimated``: the samples carry no base pose (``base_estimate_valid`` false): the controllers estimate
 the state from the IMU and the legs (the simulator's truth only scores). ``--sections`` selects rows.
 Prints a table; ``test/test_robustness.py`` checks a few-second subset.
@@ -115,18 +121,20 @@ ESTIMATED = False  # the samples without base pose (--estimated)
 ADJUST: dict = {}  # step adjustment parameters of the runs with it (besides enabled)
 RECOVERY: dict = {}  # recovery step parameters of the runs with it (besides enabled)
 PLANNER: dict = {}  # planner parameters of every run, over the loop's defaults (--zmp-inward-offset)
+STABILIZER: dict = {}  # stabilizer parameters of the runs with it on (besides enabled; --stabilizer)
 
 
 def run_walk(robot: RobotModel, stabilizer: bool, gait: Gait = Gait(), terrain: Optional[Terrain] = None,
              push: Optional[tuple] = None, kp: float = LEG_KP, settle: float = 0.5,
              duration: Optional[float] = None, adjust: bool = False, known: bool = False,
-             trace: Optional[list] = None, recover: bool = False, noslip: int = 0) -> WalkOutcome:
+             trace: Optional[list] = None, recover: bool = False, noslip: int = 0,
+             why: Optional[list] = None) -> WalkOutcome:
     """One closed-loop walk on MuJoCo; ``push`` = (start time [s], force [N] (3,)) for PUSH_DURATION; with
     :data:`ESTIMATED` the samples have no base pose; ``known``: the plan takes the terrain's heights (known
     terrain, StepData z; else unseen); ``adjust``: step adjustment from the measured DCM
     (``trace``: a list the adjuster's decisions are appended to); ``recover``: standing recovery steps;
     ``noslip``: the terrain sim's ``noslip_iterations`` (:class:`~walk_mpc.core.sim.terrain.TerrainMujocoSim`:
-    no creep of the soles down a slope)."""
+    no creep of the soles down a slope); ``why``: a list :func:`failure` of the walk is appended to."""
     physics = MujocoSim.Parameters(gain_patterns=("leg_",), gain_kp=(kp,), gain_kd=(kp / 100.0,))
     params = KinematicSim.Parameters()
     sim = (TerrainMujocoSim(terrain, params, physics, robot=robot, noslip_iterations=noslip)
@@ -136,7 +144,8 @@ def run_walk(robot: RobotModel, stabilizer: bool, gait: Gait = Gait(), terrain: 
         truth = sim.sensor_sample
         sim.sensor_sample = lambda: dataclasses.replace(truth(), base_estimate_valid=False)
     timeline = timeline_of(robot, gait, terrain if known else None)
-    options = {"whole_body": {"stabilizer": StabilizerParameters(enabled=stabilizer)}}
+    options = {"whole_body": {"stabilizer": StabilizerParameters(enabled=True, **STABILIZER) if stabilizer
+                              else StabilizerParameters(enabled=False)}}
     adjustment = StepAdjustmentParameters(enabled=True, **ADJUST) if adjust else None
     recovery = RecoveryStepParameters(enabled=True, **RECOVERY) if recover else None
     planner = None
@@ -165,7 +174,19 @@ def run_walk(robot: RobotModel, stabilizer: bool, gait: Gait = Gait(), terrain: 
     deadline = sim.time + loop.params.settle_wait  # a late fall: watched until the robot has settled
     while not loop.fallen and not loop.settled() and sim.time < deadline - 1e-9:
         loop.step()
-    return loop.outcome(time.perf_counter() - start)
+    outcome = loop.outcome(time.perf_counter() - start)
+    if why is not None:
+        why.append(failure(outcome, loop.fall_reason))
+    return outcome
+
+
+def failure(outcome: WalkOutcome, reason: str) -> str:
+    """Why a walk did not stand to the end: the fall detector's reason (its time and criteria) and the IK
+    failures ("" when it walked)."""
+    parts = [reason] if outcome.fallen else []
+    if outcome.ik_failures:
+        parts.append(f"{outcome.ik_failures} IK failures")
+    return "; ".join(parts)
 
 
 def walked(outcome: WalkOutcome) -> bool:
@@ -191,21 +212,27 @@ def push_directions(robot: RobotModel, gait: Gait, walking: bool) -> dict:
 
 def largest_push(robot: RobotModel, stabilizer: bool, walking: bool, direction: tuple,
                  high: float = 100.0, iterations: int = 5, adjust: bool = False,
-                 recover: bool = False) -> float:
+                 recover: bool = False, why: Optional[list] = None) -> float:
     """Largest impulse [N s] survived (bisection between 0 and ``high``, ``iterations`` halvings;
-    ``recover``: with standing recovery steps)."""
+    ``recover``: with standing recovery steps); ``why``: (impulse [N s], :func:`failure`) of the smallest
+    impulse that fell is appended to it (none: nothing fell)."""
     gait = Gait(steps=6) if walking else Gait(steps=0)
     t0, unit = direction
     low = 0.0
+    fell = None
     for _ in range(iterations):
         middle = 0.5 * (low + high)
         force = middle / PUSH_DURATION * np.array([unit[0], unit[1], 0.0])
         duration = (timeline_of(robot, gait).t_end + PUSH_SETTLE) if walking else t0 + 3.0
+        reasons: list = []
         if walked(run_walk(robot, stabilizer, gait, push=(t0, force), duration=duration, adjust=adjust,
-                           recover=recover)):
+                           recover=recover, why=reasons)):
             low = middle
         else:
             high = middle
+            fell = (middle, reasons[0])
+    if why is not None and fell is not None:
+        why.append(fell)
     return low
 
 
@@ -291,6 +318,12 @@ def main(argv=None) -> None:
     parser.add_argument("--walking-only", action="store_true", help="only the walking push rows")
     parser.add_argument("--zmp-inward-offset", type=float, default=0.0,
                         help="PlannerParameters.zmp_inward_offset [m] of every run")
+    parser.add_argument("--on-only", action="store_true",
+                        help="only the second column (stabilizer on; the first '-')")
+    parser.add_argument("--why", action="store_true",
+                        help="each push row with the smallest impulse that fell and why (fall detector, IK)")
+    parser.add_argument("--stabilizer", default="",
+                        help="stabilizer parameters NAME=VALUE,... of the runs with it on")
     args = parser.parse_args(argv)
     global ESTIMATED
     ESTIMATED = args.estimated
@@ -302,6 +335,9 @@ def main(argv=None) -> None:
         name, value = item.split("=")
         value = value.strip().lower()
         ADJUST[name.strip()] = value == "true" if value in ("true", "false") else float(value)
+    for item in filter(None, args.stabilizer.split(",")):
+        name, value = item.split("=")
+        STABILIZER[name.strip()] = float(value)
     robot = RobotModel()
     sections = args.sections.split(",")
     rows = []
@@ -321,11 +357,18 @@ def main(argv=None) -> None:
                 for name, direction in push_directions(robot, gait, walking).items():
                     if wanted is not None and name not in wanted:
                         continue
-                    values = [largest_push(robot, on, walking, direction, iterations=args.iterations,
-                                           adjust=adjust, recover=recover) for on, adjust in columns]
+                    cells = []
+                    for k, (on, adjust) in enumerate(columns):
+                        if args.on_only and k == 0:
+                            cells.append("-")
+                            continue
+                        why: list = []
+                        value = largest_push(robot, on, walking, direction, iterations=args.iterations,
+                                             adjust=adjust, recover=recover, why=why)
+                        cells.append(f"{value:.1f}" + (f" ({why[0][0]:.1f} fell: {why[0][1]})"
+                                                       if args.why and why else ""))
                     what = f"push {'walking' if walking else 'standing'} {name}"
-                    row(f"{what}{', recovery step' if recover else ''} [N s]", f"{values[0]:.1f}",
-                        f"{values[1]:.1f}")
+                    row(f"{what}{', recovery step' if recover else ''} [N s]", *cells)
     walk = Gait(steps=args.steps)
     if "terrain" in sections:
         for height in (0.01, 0.02, 0.03):

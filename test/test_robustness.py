@@ -73,6 +73,23 @@ def test_the_stabilizer_walks_0_3_m_steps_at_0_5_m_per_s(talos):
     assert robustness.walked(robustness.run_walk(talos, True, gait))
 
 
+def test_a_push_bisection_says_why_its_smallest_fallen_push_fell(talos):
+    """One halving at 60 N s, standing, stabilizer off: the push fells Talos; the bisection keeps 0 N s and
+    names the impulse, the time and the fall detector's criterion of that fall (benchmark --why)."""
+    direction = robustness.push_directions(talos, robustness.Gait(steps=0), walking=False)["forward"]
+    why: list = []
+    assert robustness.largest_push(talos, False, False, direction, high=120.0, iterations=1, why=why) == 0.0
+    (impulse, reason), = why
+    assert impulse == pytest.approx(60.0)
+    assert reason.startswith("t = ") and "tilt" in reason
+
+
+def test_a_walk_that_stands_to_the_end_has_no_failure(plank_walks):
+    assert robustness.failure(plank_walks[True], "") == ""
+    reason = "t = 1.00 s: base tilt 10.1 deg"
+    assert robustness.failure(plank_walks[False], reason).startswith(reason)
+
+
 @pytest.fixture(scope="module")
 def estimated_plank_walks(talos):
     """The plank walks with the samples stripped of their base pose (the controllers estimate the state from
