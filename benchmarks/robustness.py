@@ -8,7 +8,8 @@ below 90 % of its height, :class:`~walk_mpc.core.control.closed_loop.ClosedLoopP
 * **pushes**: the largest 0.1 s push on the pelvis survived, by bisection on the impulse [N s], in four
   directions: walking (a 6-step 0.2 m walk, the push at the middle of step 3's single support: forward,
   backward, outward over the stance foot, inward toward the swing side), and standing (forward, backward,
-  left, right), each watched for 2 s after the end of the walk;
+  left, right; beside each its LIPM capture limit of the feet, :func:`capture_limit`: what no ankle or CoM
+  strategy can exceed without a step), each watched for 2 s after the end of the walk;
 * **unseen terrain** (:mod:`walk_mpc.core.sim.terrain`, the plan knows nothing): a plank of 1, 2, 3 cm
   under step 3 of a 10-step walk, and a ramp of +-1, 2, 3 degrees 0.8 m long from x = 0.3 m;
 * **known stairs** (``stairs`` row of the terrain section): 10 cm steps, the plan's steps carrying their
@@ -73,7 +74,7 @@ from walk_mpc.core.control.closed_loop import (
     default_planner_parameters,
 )
 from walk_mpc.core.control.recovery_step import RecoveryStepParameters
-from walk_mpc.core.control.stabilizer import StabilizerParameters
+from walk_mpc.core.control.stabilizer import StabilizerParameters, convex_hull
 from walk_mpc.core.control.step_adjustment import StepAdjustmentParameters
 from walk_mpc.core.sim.kinematic import KinematicSim
 from walk_mpc.core.sim.mujoco import MujocoSim
@@ -236,6 +237,37 @@ def largest_push(robot: RobotModel, stabilizer: bool, walking: bool, direction: 
     return low
 
 
+def capture_limit(robot: RobotModel, unit: tuple) -> float:
+    """The largest impulse [N s] along ``unit`` (x, y) that the standing reference posture's feet can absorb
+    without a step, by the LIPM: a push J moves the DCM by J / (m omega) (m the robot's mass, omega from the
+    CoM height above the soles); the limit is where the DCM reaches the edge of the soles' convex hull
+    (:attr:`RobotModel.sole_size`) along ``unit`` from the CoM (no ankle, CoM shift or gain can do more)."""
+    q0 = robot.reference_configuration()
+    com = np.asarray(robot.com(q0))
+    size = robot.sole_size
+    corners = []
+    for frame in (robot.left_foot_frame, robot.right_foot_frame):
+        position, rotation = robot.frame_pose(q0, frame)
+        for x, y in ((size.front, size.left), (size.front, -size.right), (-size.back, size.left),
+                     (-size.back, -size.right)):
+            corners.append(np.asarray(position)[:2] + np.asarray(rotation)[:2, :2] @ np.array([x, y]))
+    height = float(com[2]) - float(np.mean([robot.frame_pose(q0, f)[0][2]
+                                             for f in (robot.left_foot_frame, robot.right_foot_frame)]))
+    omega = math.sqrt(9.81 / height)
+    direction = np.asarray(unit, dtype=float) / float(np.linalg.norm(unit))
+    hull = convex_hull(np.array(corners))
+    # distance from the CoM along the direction to the hull's boundary (the CoM is inside it)
+    reach = math.inf
+    for k in range(len(hull)):
+        a, b = hull[k], hull[(k + 1) % len(hull)]
+        edge = b - a
+        normal = np.array([edge[1], -edge[0]])  # outward for a counter-clockwise hull
+        along = float(direction @ normal)
+        if along > 1e-12:
+            reach = min(reach, float((a - com[:2]) @ normal) / along)
+    return reach * robot.mass * omega
+
+
 def plank_terrain(robot: RobotModel, height: float, step_index: int = 3) -> Terrain:
     """A plank of ``height`` [m] under step ``step_index`` of the default walk (0.3 x 0.2 m)."""
     step = next(s for s in timeline_of(robot, Gait()).steps if s.step_index == step_index)
@@ -368,6 +400,8 @@ def main(argv=None) -> None:
                         cells.append(f"{value:.1f}" + (f" ({why[0][0]:.1f} fell: {why[0][1]})"
                                                        if args.why and why else ""))
                     what = f"push {'walking' if walking else 'standing'} {name}"
+                    if not walking and not recover:  # the baseline beside it
+                        what += f" (capture limit of the feet {capture_limit(robot, direction[1]):.1f})"
                     row(f"{what}{', recovery step' if recover else ''} [N s]", *cells)
     walk = Gait(steps=args.steps)
     if "terrain" in sections:

@@ -90,6 +90,22 @@ def test_a_walk_that_stands_to_the_end_has_no_failure(plank_walks):
     assert robustness.failure(plank_walks[False], reason).startswith(reason)
 
 
+def test_the_capture_limits_of_the_feet_span_the_soles_by_the_lipm(talos):
+    """Forward plus backward is the sole's length, left plus right the soles' outer span, in DCM metres
+    times m omega (a push J moves the DCM by J / (m omega)); Talos' standing rows sit at them."""
+    q0 = talos.reference_configuration()
+    height = float(talos.com(q0)[2]) - float(talos.frame_pose(q0, talos.left_foot_frame)[0][2])
+    impulse_per_metre = talos.mass * math.sqrt(9.81 / height)
+    size = talos.sole_size
+    span = float(talos.frame_pose(q0, talos.left_foot_frame)[0][1]
+                 - talos.frame_pose(q0, talos.right_foot_frame)[0][1]) + size.left + size.right
+    limit = {name: robustness.capture_limit(talos, unit) for name, (_, unit) in
+             robustness.push_directions(talos, robustness.Gait(steps=0), walking=False).items()}
+    assert limit["forward"] + limit["backward"] == pytest.approx((size.front + size.back) * impulse_per_metre)
+    assert limit["left"] + limit["right"] == pytest.approx(span * impulse_per_metre)
+    assert 28.0 < limit["forward"] < 29.0 and 44.0 < limit["left"] < 46.0
+
+
 @pytest.fixture(scope="module")
 def estimated_plank_walks(talos):
     """The plank walks with the samples stripped of their base pose (the controllers estimate the state from
