@@ -35,9 +35,9 @@ outward; the other step adjustment parameters as ``--adjust``); ``--adjust NAME=
 adjustment parameters (e.g. ``max_widening_shift=0.1``).
 
 ``--recovery-step``: the standing push rows again with standing recovery steps from the measured DCM
-(:mod:`walk_mpc.core.control.recovery_step`, its default parameters) in both columns ("..., recovery step"):
-standing without and with the recovery step in one table. ``--directions`` selects push directions (e.g.
-``forward,left``: one row at a time).
+(:mod:`walk_mpc.core.control.recovery_step`, its default parameters or ``--recovery NAME=VALUE,...``) in
+both columns ("..., recovery step"): standing without and with the recovery step in one table.
+``--directions`` selects push directions (e.g. ``forward,left``: one row at a time).
 
 ``--zmp-inward-offset D``: every run's planner with ``PlannerParameters.zmp_inward_offset`` D [m] (a single
 stance's ZMP reference moved toward the other foot: less lateral sway).
@@ -354,6 +354,8 @@ def main(argv=None) -> None:
                         help="only the second column (stabilizer on; the first '-')")
     parser.add_argument("--why", action="store_true",
                         help="each push row with the smallest impulse that fell and why (fall detector, IK)")
+    parser.add_argument("--recovery", default="",
+                        help="recovery step parameters NAME=VALUE,... (with --recovery-step)")
     parser.add_argument("--stabilizer", default="",
                         help="stabilizer parameters NAME=VALUE,... of the runs with it on")
     args = parser.parse_args(argv)
@@ -367,6 +369,9 @@ def main(argv=None) -> None:
         name, value = item.split("=")
         value = value.strip().lower()
         ADJUST[name.strip()] = value == "true" if value in ("true", "false") else float(value)
+    for item in filter(None, args.recovery.split(",")):
+        name, value = item.split("=")
+        RECOVERY[name.strip()] = int(value) if name.strip() == "steps" else float(value)
     for item in filter(None, args.stabilizer.split(",")):
         name, value = item.split("=")
         STABILIZER[name.strip()] = float(value)
