@@ -45,6 +45,9 @@ stance's ZMP reference moved toward the other foot: less lateral sway).
 ``--stabilizer NAME=VALUE,...``: the runs with the stabilizer on with these
 :class:`~walk_mpc.core.control.stabilizer.StabilizerParameters` (e.g. ``com_offset_limit=0.08``).
 
+``--grid STEP`` (``--grid-top``, 50 N s): the push rows on a grid of impulses STEP apart instead of the
+bisection (survival is not always monotone in the impulse): the impulses that stood, as ranges.
+
 ``--on-only``: the push rows of the second column only (the first '-'); ``--why``: each push cell with the
 smallest impulse that fell in the bisection and why (the fall detector's time and criteria, IK failures).
 
@@ -268,6 +271,31 @@ def capture_limit(robot: RobotModel, unit: tuple) -> float:
     return reach * robot.mass * omega
 
 
+def push_grid(robot: RobotModel, stabilizer: bool, walking: bool, direction: tuple, impulses: list,
+              adjust: bool = False, recover: bool = False) -> list:
+    """Whether the walk stands each impulse [N s] of ``impulses`` (the bisection's fragility: survival is not
+    always monotone in the impulse)."""
+    gait = Gait(steps=6) if walking else Gait(steps=0)
+    t0, unit = direction
+    duration = (timeline_of(robot, gait).t_end + PUSH_SETTLE) if walking else t0 + 3.0
+    unit3 = np.array([unit[0], unit[1], 0.0])
+    return [walked(run_walk(robot, stabilizer, gait, push=(t0, impulse / PUSH_DURATION * unit3),
+                            duration=duration, adjust=adjust, recover=recover)) for impulse in impulses]
+
+
+def ranges(impulses: list, stands: list) -> str:
+    """The impulses that stood as ranges of consecutive grid points ("12.5-18.8, 25.0" ; "none")."""
+    out, start, previous = [], None, None
+    for impulse, ok in zip(list(impulses) + [None], list(stands) + [False]):
+        if ok and start is None:
+            start = impulse
+        if not ok and start is not None:
+            out.append(f"{start:.1f}" if start == previous else f"{start:.1f}-{previous:.1f}")
+            start = None
+        previous = impulse
+    return ", ".join(out) if out else "none"
+
+
 def plank_terrain(robot: RobotModel, height: float, step_index: int = 3) -> Terrain:
     """A plank of ``height`` [m] under step ``step_index`` of the default walk (0.3 x 0.2 m)."""
     step = next(s for s in timeline_of(robot, Gait()).steps if s.step_index == step_index)
@@ -354,6 +382,9 @@ def main(argv=None) -> None:
                         help="only the second column (stabilizer on; the first '-')")
     parser.add_argument("--why", action="store_true",
                         help="each push row with the smallest impulse that fell and why (fall detector, IK)")
+    parser.add_argument("--grid", type=float, default=0.0,
+                        help="push rows on a grid of this step [N s] instead of the bisection")
+    parser.add_argument("--grid-top", type=float, default=50.0, help="the grid's largest impulse [N s]")
     parser.add_argument("--recovery", default="",
                         help="recovery step parameters NAME=VALUE,... (with --recovery-step)")
     parser.add_argument("--stabilizer", default="",
@@ -398,6 +429,12 @@ def main(argv=None) -> None:
                     for k, (on, adjust) in enumerate(columns):
                         if args.on_only and k == 0:
                             cells.append("-")
+                            continue
+                        if args.grid:
+                            grid = [args.grid * (k + 1) for k in range(int(args.grid_top / args.grid + 1e-9))]
+                            stands = push_grid(robot, on, walking, direction, grid, adjust=adjust,
+                                               recover=recover)
+                            cells.append("stands " + ranges(grid, stands))
                             continue
                         why: list = []
                         value = largest_push(robot, on, walking, direction, iterations=args.iterations,

@@ -90,6 +90,13 @@ def test_a_walk_that_stands_to_the_end_has_no_failure(plank_walks):
     assert robustness.failure(plank_walks[False], reason).startswith(reason)
 
 
+def test_a_push_grid_reports_the_impulses_that_stood_as_ranges():
+    grid = [3.125 * k for k in range(1, 8)]
+    assert robustness.ranges(grid, [True, True, False, True, True, True, False]) == "3.1-6.2, 12.5-18.8"
+    assert robustness.ranges(grid[:3], [False, True, False]) == "6.2"
+    assert robustness.ranges(grid[:2], [False, False]) == "none"
+
+
 def test_the_capture_limits_of_the_feet_span_the_soles_by_the_lipm(talos):
     """Forward plus backward is the sole's length, left plus right the soles' outer span, in DCM metres
     times m omega (a push J moves the DCM by J / (m omega)); Talos' standing rows sit at them."""
