@@ -621,3 +621,40 @@ def test_stand_follows_a_foot_it_has_in_the_air_once_it_is_down(talos, sample):
     ns, outputs = run(supervisor, sample, ns, 30)
     plans = [o.plan for o in outputs if o.plan is not None]
     assert len(plans) == 1 and abs(plans[0].timeline.phases[-1].left.position[2]) < 1e-3
+
+
+def test_a_starting_walk_behavior_anchors_stand_once_both_feet_carry_weight(talos, sample):
+    """A walk_behavior (re)started while the mpc_planner and ik finish its predecessor's walk: its first
+    samples show a sole in the air. No plan goes out (it would stop that walk with Stand's foot where the
+    swing happened to be) and goals are refused, until both feet carry weight; then Stand is anchored at the
+    measured feet. A foot that never loads: anchored all the same after initial_stance_wait."""
+    contact = np.array(sample.contact, dtype=float)
+    contact[[i for i, name in enumerate(sample.contact_names) if name.startswith("right_foot")]] = 0.0
+    swinging = dataclasses.replace(shifted(sample, 0.05), contact=contact)
+    supervisor = make(talos, initial_stance_wait=1.0)
+    ns, outputs = run(supervisor, swinging, 100 * NS, 30)
+    assert all(o.plan is None for o in outputs)
+    answer, _ = supervisor.submit_goal(b"g", steps(), True, ns)
+    assert not answer.accepted and answer.rejection.error_code == WalkErrorCode.INCONSISTENT_STEPS
+    assert "a foot carries no weight yet" in answer.rejection.message
+    landed = shifted(sample, 0.05)
+    ns, outputs = run(supervisor, landed, ns, 1)
+    assert outputs[0].plan is not None and not outputs[0].plan.walking
+    left = outputs[0].plan.timeline.phases[-1].left.position
+    assert left[0] == pytest.approx(sample_left_x(talos, landed), abs=1e-9)
+    answer, _ = supervisor.submit_goal(b"g", steps(), True, ns)
+    assert answer.accepted
+
+    one_foot = make(talos, initial_stance_wait=0.5)
+    ns, outputs = run(one_foot, swinging, 100 * NS, 60)
+    plans = [k for k, o in enumerate(outputs) if o.plan is not None]
+    assert plans == [50]  # the 51st sample: 0.5 s after the first
+    with pytest.raises(ParameterError, match="initial_stance_wait"):
+        WalkSupervisorParameters(initial_stance_wait=-1.0)
+
+
+def sample_left_x(robot, sample) -> float:
+    """x [m] of the left sole measured in ``sample`` (the supervisor's forward kinematics)."""
+    supervisor = make(robot)
+    run(supervisor, sample, 0, 1)
+    return supervisor.measured_feet[Foot.LEFT].position[0]

@@ -215,6 +215,8 @@ class WalkBehaviorNodeParameters:
         stand_follow_distance: Standing on both feet, a measured sole this far [m] from Stand's for
             ``stand_follow_time`` [s] (or turned by ``stand_follow_yaw`` [rad]) re-anchors Stand at the
             measured feet; 0: never.
+        initial_stance_wait: At start, Stand (and the first plan) waits up to this long [s] for both measured
+            feet to carry weight (a walk of a former walk_behavior may still be landing one).
         step_adjustment: Step adjustment from the measured DCM (needs ``measure_feet``), off by default.
         recovery_step: Standing recovery steps from the measured DCM (needs ``measure_feet``), off by default.
     """
@@ -252,6 +254,7 @@ class WalkBehaviorNodeParameters:
     stand_follow_distance: float = WalkSupervisorParameters.stand_follow_distance  # (the core's defaults)
     stand_follow_yaw: float = WalkSupervisorParameters.stand_follow_yaw
     stand_follow_time: float = WalkSupervisorParameters.stand_follow_time
+    initial_stance_wait: float = WalkSupervisorParameters.initial_stance_wait
     step_adjustment: StepAdjustmentParameters = dataclasses.field(default_factory=StepAdjustmentParameters)
     recovery_step: RecoveryStepParameters = dataclasses.field(default_factory=RecoveryStepParameters)
 
@@ -306,7 +309,8 @@ class WalkBehaviorNodeParameters:
             deadline_topic=self.deadline_topic or "sim/deadlines", velocity=self.velocity,
             goal_pose=self.goal_pose, stamps=self.stamps, stand_follow_distance=self.stand_follow_distance,
             stand_follow_yaw=self.stand_follow_yaw, stand_follow_time=self.stand_follow_time,
-            step_adjustment=self.step_adjustment, recovery_step=self.recovery_step)
+            initial_stance_wait=self.initial_stance_wait, step_adjustment=self.step_adjustment,
+            recovery_step=self.recovery_step)
 
 
 class _NextWakeUp:

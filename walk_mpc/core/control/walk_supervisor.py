@@ -199,6 +199,11 @@ class WalkSupervisorParameters:
             measured a foot in the air, a stage stopped safely off the plan); 0: Stand never follows.
         stand_follow_yaw: The same for a sole's yaw [rad].
         stand_follow_time: How long [s] (sensor time) the feet must stay off Stand's before it follows.
+        initial_stance_wait: At its start (its first samples), Stand is anchored at the measured feet once
+            both carry weight, and no plan goes out before: a walk_behavior restarted while the mpc_planner
+            and ik finish its predecessor's walk would otherwise stop that walk with Stand's foot where the
+            swinging sole happened to be. After this long [s] (sensor time) with a foot still unloaded (the
+            robot stands on one foot), Stand is anchored anyway.
         step_adjustment: Step adjustment from the measured DCM (:mod:`.step_adjustment`; needs the robot):
             on every sample of a walk, a swinging step the DCM error needs elsewhere is moved (within the
             behavior's step limits; committed indices stay) and the adjusted plan published; with its
@@ -231,6 +236,7 @@ class WalkSupervisorParameters:
     stand_follow_distance: float = 0.02
     stand_follow_yaw: float = 0.05
     stand_follow_time: float = 0.2
+    initial_stance_wait: float = 1.0
     step_adjustment: StepAdjustmentParameters = dataclasses.field(default_factory=StepAdjustmentParameters)
     recovery_step: RecoveryStepParameters = dataclasses.field(default_factory=RecoveryStepParameters)
 
@@ -275,6 +281,7 @@ class WalkSupervisorParameters:
         check_nonnegative("stand_follow_distance", self.stand_follow_distance)
         check_positive("stand_follow_yaw", self.stand_follow_yaw)
         check_positive("stand_follow_time", self.stand_follow_time)
+        check_nonnegative("initial_stance_wait", self.initial_stance_wait)
         share = self.max_missed_deadline_share
         if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0.0 <= share <= 1.0:
             raise ParameterError("max_missed_deadline_share", share, "a share in [0, 1]")
@@ -353,6 +360,7 @@ class WalkSupervisor:
         self._last_stamp_ns: Optional[int] = None
         self._measured: Optional[dict] = None
         self._loads: Optional[dict] = None  # foot -> carries weight, in the last sample (None: unknown)
+        self._anchored = False  # Stand anchored at the first measured stance (initial_stance_wait)
         self._off_stand_since: Optional[float] = None  # sensor time [s] the feet stand off Stand's since
         self._fallen = False
         self._plan_id = self.params.first_plan_id - 1
@@ -451,8 +459,8 @@ class WalkSupervisor:
             if self._next_tick_ns <= stamp_ns or verdict is StampVerdict.REANCHORED:
                 self._next_tick_ns = stamp_ns + self._period_ns  # a gap in the stream: restart the ticks
             self._measure(sample)
-        if first and self._measured is not None:
-            self._core.reset(self._measured[Foot.LEFT], self._measured[Foot.RIGHT])
+        if not self._anchored:
+            self._anchor_initial_stance(stamp_ns, sample)
         if verdict is StampVerdict.REANCHORED:
             self._resume(results, "the sample stamps jumped to a new time base "
                          f"({stamp_ns / NS_PER_S:.3f} s; a restarted clock)")
@@ -586,6 +594,22 @@ class WalkSupervisor:
         frames = {Foot.LEFT: self.robot.left_foot_frame, Foot.RIGHT: self.robot.right_foot_frame}
         self._measured = {foot: FootPose(tuple(float(v) for v in poses[frame][0]), yaw_of(poses[frame][1]))
                           for foot, frame in frames.items()}
+
+    def _anchor_initial_stance(self, stamp_ns: int, sample: SensorSample) -> None:
+        """Stand at the measured feet once both carry weight (or after ``initial_stance_wait``); nothing
+        measured (no robot, no base pose): Stand stays at the initial feet."""
+        if self._measured is None:
+            self._anchored = True
+            return
+        loads = self._landings.loads(sample)
+        waited = (stamp_ns - self._origin_ns) / NS_PER_S
+        if loads is not None and not all(loads.values()) and waited < self.params.initial_stance_wait:
+            return  # a sole in the air: a walk of the former walk_behavior may still be landing it
+        if loads is not None and not all(loads.values()):
+            self._log.warning(f"a foot still carries no weight after {waited:.2f} s: Stand anchored at the "
+                              "measured feet all the same")
+        self._core.reset(self._measured[Foot.LEFT], self._measured[Foot.RIGHT])
+        self._anchored = True
 
     def _follow_measured_stance(self, t: float) -> None:
         """Standing on both measured feet away from Stand's for ``stand_follow_time``: Stand moves there."""
@@ -793,6 +817,10 @@ class WalkSupervisor:
                         f"{age:.3f} s (sensor_timeout {self.params.sensor_timeout} s)")
         if self._fallen:
             return WalkErrorCode.FALL_DETECTED, f"the robot has fallen ('{self.params.fall_topic}' is true)"
+        if not self._anchored:
+            return WalkErrorCode.INCONSISTENT_STEPS, (
+                "walk_behavior is starting and a foot carries no weight yet (a walk may still be landing "
+                "it): send the goal again once walk/plan shows the stance")
         if self.recovering:
             return WalkErrorCode.INVALID_STEP, (f"{self._core.goal_id} is in progress (a push): send the "
                                                 "goal again once the robot stands")
@@ -1150,8 +1178,8 @@ class WalkSupervisor:
     # ------------------------------------------------------------------ plans
     def _plan_if_changed(self, timeline: Optional[Timeline] = None) -> Optional[WalkPlan]:
         """A new plan if the behavior's timeline or behavior changed since the last one, else None."""
-        if self._origin_ns is None:
-            return None  # no time base yet: the first sample makes the plan
+        if self._origin_ns is None or not self._anchored:
+            return None  # no time base yet, or no stance to stand on: the first sample on both feet makes it
         timeline = timeline if timeline is not None else self._core.status.timeline
         walking = self.walking
         if timeline is self._plan_timeline and walking == self._plan_walking:
