@@ -39,7 +39,6 @@ import argparse
 import concurrent.futures
 import math
 import os
-import re
 import signal
 import tempfile
 import threading
@@ -65,8 +64,6 @@ NODES = ("walk_behavior", "mpc_planner", "ik")
 PHASES = ("stand", "step2", "late")
 #: Kill times [s into the walk] of --in-process: 0.6 s sway, then per 0.8 s step 0.5 s single support (early
 #: and late swing) and 0.3 s double support, the catch.
-#: The wall-clock stamp of a ROS log line (``[INFO] [1795779736.317030929] [node]: ...``).
-LOG_STAMP = re.compile(r"\[\w+\] \[(\d+\.\d+)\]")
 IN_PROCESS_TIMES = (0.1, 0.4, 0.7, 0.9, 1.2, 1.4, 1.6, 1.75, 1.9, 2.1, 2.3, 2.6, 2.9, 3.2, 3.5, 3.8)
 
 
@@ -222,7 +219,7 @@ def drill(processes: GraphProcesses, probe: Probe, node: str, phase: str) -> dic
     up = probe.wait(lambda: probe.outputs[node] > outputs, 60.0)
     started = time.monotonic()
     row["startup_s"] = started - restart if up else float("nan")
-    row["constructed_s"] = constructed(processes, node, restart_wall) if up else float("nan")
+    row["constructed_s"] = processes.first_log_after(node, restart_wall) if up else float("nan")
     ok = probe.wait(lambda: probe.ticks > ticks and probe.statuses > statuses, 60.0)
     row["loop_s"] = time.monotonic() - started if ok and up else float("nan")
     ok = ok and probe.wait(lambda: probe.ticks >= ticks + 25 and probe.statuses >= statuses + 25, 60.0)
@@ -254,23 +251,6 @@ def drill(processes: GraphProcesses, probe: Probe, node: str, phase: str) -> dic
             row["after"] += " (fell)"
     row["after_missed"] = f"{missed:.0f}/{measured:.0f}"
     return row
-
-
-def constructed(processes: GraphProcesses, node: str, since: float) -> float:
-    """Seconds from ``since`` (wall clock) to the node's first log line after it (each node logs its
-    configuration at the end of its construction: the interpreter, imports, model and kernels loaded), from
-    its log file; NaN without one."""
-    if processes.log_dir is None:
-        return float("nan")
-    try:
-        lines = (processes.log_dir / f"{node}.log").read_text().splitlines()
-    except OSError:
-        return float("nan")
-    for line in lines:
-        match = LOG_STAMP.match(line)
-        if match and float(match.group(1)) >= since:
-            return float(match.group(1)) - since
-    return float("nan")
 
 
 def passed(row: dict) -> bool:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import re
 import signal
 import statistics
 import tempfile
@@ -41,8 +40,6 @@ from walk_mpc.nodes.ik import is_reference_tick
 from walk_mpc.tools.launch_graph import GraphProcesses
 
 LEGGED = ("walk_behavior", "mpc_planner", "ik")
-#: The wall-clock stamp of a ROS log line (``[INFO] [1795779736.317030929] [node]: ...``).
-LOG_STAMP = re.compile(r"\[\w+\] \[(\d+\.\d+)\]")
 
 
 class Probe:
@@ -98,19 +95,6 @@ class Probe:
         self.context.try_shutdown()
 
 
-def first_log_line(log: Path, since: float) -> float:
-    """Seconds from ``since`` (wall clock) to the first log line after it (NaN: none)."""
-    try:
-        lines = log.read_text().splitlines()
-    except OSError:
-        return float("nan")
-    for line in lines:
-        match = LOG_STAMP.match(line)
-        if match and float(match.group(1)) >= since:
-            return float(match.group(1)) - since
-    return float("nan")
-
-
 def restart(processes: GraphProcesses, probe: Probe, node: str) -> dict:
     """Kill ``node``, restart it 1 s later, and time its start."""
     processes.stop_node(node, signal.SIGKILL)
@@ -124,7 +108,7 @@ def restart(processes: GraphProcesses, probe: Probe, node: str) -> dict:
     loop = probe.wait_more(before, loop_names.get(node, ("ticks",)), 30.0 - (time.monotonic() - start))
     loop = float("nan") if math.isnan(loop) else time.monotonic() - start
     time.sleep(1.5)  # a few constructed log lines later
-    return {"node": node, "constructed": first_log_line(processes.log_dir / f"{node}.log", wall),
+    return {"node": node, "constructed": processes.first_log_after(node, wall),
             "output": output, "loop": loop}
 
 

@@ -181,3 +181,15 @@ def test_the_fast_dds_profile_applies_only_to_fast_dds_without_a_profile_of_the_
     assert kinds == ["SHM", "UDPv4"]
     (participant,) = root.findall(".//d:participant", ns)
     assert participant.get("is_default_profile") == "true"
+
+
+def test_first_log_after_reads_the_node_log_stamps(tmp_path):
+    import math
+
+    processes = GraphProcesses("talos", "kinematic", log_dir=tmp_path)
+    (tmp_path / "ik.log").write_text("[INFO] [100.500000000] [ik]: before\nnot a log line\n"
+                                     "[WARN] [102.250000000] [ik]: after\n")
+    assert processes.first_log_after("ik", 101.0) == pytest.approx(1.25)
+    assert math.isnan(processes.first_log_after("ik", 103.0))
+    assert math.isnan(processes.first_log_after("sim", 0.0))  # no log
+    assert math.isnan(GraphProcesses("talos", "kinematic").first_log_after("ik", 0.0))  # no log directory

@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -60,6 +61,10 @@ def die_with_parent() -> None:
 
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
+#: The wall-clock stamp of an rclpy log line: ``[INFO] [1795793285.108330079] [node]: ...``.
+_LOG_STAMP = re.compile(r"\[\w+\] \[(\d+\.\d+)\]")
 
 
 class GraphProcesses:
@@ -163,6 +168,22 @@ class GraphProcesses:
         for line in proc.stdout:
             sys.stdout.write(f"[{name}] {line}")
         sys.stdout.flush()
+
+    def first_log_after(self, name: str, since: float) -> float:
+        """Seconds from ``since`` (wall clock, s) to the first line process ``name`` logged after it, from its
+        log file (each node logs its configuration at the end of its construction); NaN without a log
+        directory or such a line."""
+        if self.log_dir is None:
+            return float("nan")
+        try:
+            lines = (self.log_dir / f"{name}.log").read_text().splitlines()
+        except OSError:
+            return float("nan")
+        for line in lines:
+            match = _LOG_STAMP.match(line)
+            if match and float(match.group(1)) >= since:
+                return float(match.group(1)) - since
+        return float("nan")
 
     def stop_node(self, name: str, sig: int = signal.SIGINT, timeout: float = 10.0) -> int:
         """Stop node ``name``: one ``sig``, then as ``ros2 launch`` escalates, SIGTERM after half of
