@@ -57,6 +57,7 @@ stages receive the adjusted plan as a new plan either way. Disabled, it is never
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from typing import Optional, Sequence
 
@@ -319,23 +320,9 @@ class StepAdjuster:
             return self.decide_timing(t, timeline, *measured)
         xi, omega = measured
         index = phase.step_index
-        stance = phase.foot(phase.swing_foot.other)
         planned = np.asarray(phase.foot(phase.swing_foot).position[:2])
         target = nominal_touchdown_dcm(timeline, index, omega)
-        e = math.exp(omega * (phase.t_end - t))
-        wanted = (xi * e - target) / (e - 1.0)  # the ZMP that brings the DCM onto the nominal one
-        c, s = math.cos(stance.yaw), math.sin(stance.yaw)
-        offset = wanted - np.asarray(stance.position[:2])
-        local = np.array([c * offset[0] + s * offset[1], -s * offset[0] + c * offset[1]])
-        front, back, left, right = self._sole
-        clamped = np.array([min(front, max(-back, local[0])), min(left, max(-right, local[1]))])
-        if float(np.max(np.abs(local - clamped))) <= p.zmp_tolerance:
-            clamped = local  # within what the ZMP (and the estimate's noise) covers
-        miss = (local - clamped) * (e - 1.0)
-        side = 1.0 if phase.swing_foot is Foot.LEFT else -1.0  # the swinging sole's side of the stance sole
-        miss[0] = min(p.max_forward_shift, max(-p.max_backward_shift, miss[0]))
-        miss[1] = side * min(p.max_widening_shift, max(-p.max_narrowing_shift, side * miss[1]))
-        shift = np.array([c * miss[0] - s * miss[1], s * miss[0] + c * miss[1]])
+        local, _, shift = self._zmp_shift(xi, omega, phase.t_end - t, target, phase)
         norm = float(np.linalg.norm(shift))
         self.last = {"t": t, "step": index, "dcm": xi.tolist(), "zmp_needed": local.tolist(),
                      "shift": shift.tolist()}
@@ -357,6 +344,29 @@ class StepAdjuster:
         self.adjustments += 1
         return steps
 
+    def _zmp_shift(self, xi: np.ndarray, omega: float, tau: float, target: np.ndarray, phase: Phase) -> tuple:
+        """For a touchdown ``tau`` [s] from now: the ZMP that brings the measured DCM ``xi`` onto the nominal
+        one ``target`` at touchdown, in the stance sole's frame (``local``); the DCM error at touchdown it
+        leaves with the ZMP at the sole's edge (``raw``, local, no ``zmp_tolerance``); the shift of the
+        swinging step (world) that absorbs it within the per-direction shift limits (not ``max_shift``)."""
+        p = self.params
+        stance = phase.foot(phase.swing_foot.other)
+        e = math.exp(omega * tau)
+        wanted = (xi * e - target) / (e - 1.0)  # the ZMP that brings the DCM onto the nominal one
+        c, s = math.cos(stance.yaw), math.sin(stance.yaw)
+        offset = wanted - np.asarray(stance.position[:2])
+        local = np.array([c * offset[0] + s * offset[1], -s * offset[0] + c * offset[1]])
+        front, back, left, right = self._sole
+        clamped = np.array([min(front, max(-back, local[0])), min(left, max(-right, local[1]))])
+        raw = (local - clamped) * (e - 1.0)  # the error at touchdown, the ZMP at the sole's edge
+        if float(np.max(np.abs(local - clamped))) <= p.zmp_tolerance:
+            clamped = local  # within what the ZMP (and the estimate's noise) covers
+        miss = (local - clamped) * (e - 1.0)
+        side = 1.0 if phase.swing_foot is Foot.LEFT else -1.0  # the swinging sole's side of the stance sole
+        miss[0] = min(p.max_forward_shift, max(-p.max_backward_shift, miss[0]))
+        miss[1] = side * min(p.max_widening_shift, max(-p.max_narrowing_shift, side * miss[1]))
+        return local, raw, np.array([c * miss[0] - s * miss[1], s * miss[0] + c * miss[1]])
+
     def _place(self, xi: np.ndarray, omega: float, tau: float, target: np.ndarray, phase: Phase,
                timeline: Timeline) -> dict:
         """Where the swinging step of ``phase`` should land for a touchdown ``tau`` [s] from now (the ZMP on
@@ -366,24 +376,12 @@ class StepAdjuster:
         p = self.params
         stance = phase.foot(phase.swing_foot.other)
         planned = np.asarray(phase.foot(phase.swing_foot).position[:2])
-        e = math.exp(omega * tau)
-        wanted = (xi * e - target) / (e - 1.0)
-        c, s = math.cos(stance.yaw), math.sin(stance.yaw)
-        offset = wanted - np.asarray(stance.position[:2])
-        local = np.array([c * offset[0] + s * offset[1], -s * offset[0] + c * offset[1]])
-        front, back, left, right = self._sole
-        clamped = np.array([min(front, max(-back, local[0])), min(left, max(-right, local[1]))])
-        raw = (local - clamped) * (e - 1.0)  # the error at touchdown, the ZMP at the sole's edge
-        if float(np.max(np.abs(local - clamped))) <= p.zmp_tolerance:
-            clamped = local
-        miss = (local - clamped) * (e - 1.0)
-        side = 1.0 if phase.swing_foot is Foot.LEFT else -1.0
-        miss[0] = min(p.max_forward_shift, max(-p.max_backward_shift, miss[0]))
-        miss[1] = side * min(p.max_widening_shift, max(-p.max_narrowing_shift, side * miss[1]))
-        norm = float(np.linalg.norm(miss))
+        local, raw, shift = self._zmp_shift(xi, omega, tau, target, phase)
+        norm = float(np.linalg.norm(shift))
         if norm > p.max_shift:
-            miss *= p.max_shift / norm
-        shift = np.array([c * miss[0] - s * miss[1], s * miss[0] + c * miss[1]])
+            shift *= p.max_shift / norm
+        c, s = math.cos(stance.yaw), math.sin(stance.yaw)
+        side = 1.0 if phase.swing_foot is Foot.LEFT else -1.0
         step = next(st for st in timeline.steps if st.step_index == phase.step_index)
         place = planned + shift
         reached = np.asarray(saturate_step(step.replace(position=(*place, step.position[2])), stance,
@@ -420,18 +418,14 @@ class StepAdjuster:
             highest = min(tau0 + max(0.0, (planned_end - t) * (1.0 + p.max_lengthening) - tau0),
                           tau0 * (1.0 + p.max_lengthening),  # the re-timed swing stays monotonic
                           tau0 + self.limits.max_duration - step.duration)
-            k = 1
-            while tau0 - k * p.timing_resolution >= lowest - 1e-9:
-                candidate = self._place(xi, omega, tau0 - k * p.timing_resolution, target, phase, timeline)
+            earlier = itertools.takewhile(lambda tau: tau >= lowest - 1e-9,
+                                          (tau0 - k * p.timing_resolution for k in itertools.count(1)))
+            later = itertools.takewhile(lambda tau: tau <= highest + 1e-9,
+                                        (tau0 + k * p.timing_resolution for k in itertools.count(1)))
+            for tau in itertools.chain(earlier, later):
+                candidate = self._place(xi, omega, tau, target, phase, timeline)
                 if candidate["error"] < best["error"] - 1e-9:
                     best = candidate
-                k += 1
-            k = 1
-            while tau0 + k * p.timing_resolution <= highest + 1e-9:
-                candidate = self._place(xi, omega, tau0 + k * p.timing_resolution, target, phase, timeline)
-                if candidate["error"] < best["error"] - 1e-9:
-                    best = candidate
-                k += 1
             if best["error"] > nominal["error"] - p.timing_deadband:
                 best = nominal
         tau = best["tau"]
