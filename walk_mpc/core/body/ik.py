@@ -37,7 +37,7 @@ import pinocchio as pin
 from scipy.linalg.lapack import dposv, dpotrs
 
 from walk_mpc.core._validate import finite_vector
-from walk_mpc.core.body.robot import RobotModel
+from walk_mpc.core.body.robot import RobotModel, rotation_z
 from walk_mpc.core.errors import FrameNotFound, InputError, ModelError, ParameterError, ShapeError
 from walk_mpc.core.params import check_int_range, check_nonnegative, check_positive, check_range
 from walk_mpc.core.walk.step import Foot
@@ -90,11 +90,6 @@ def _rotation(name: str, value) -> np.ndarray:
 def _det3(matrix: np.ndarray) -> float:
     (a0, a1, a2), (b0, b1, b2), (c0, c1, c2) = matrix.tolist()
     return a0 * (b1 * c2 - b2 * c1) - a1 * (b0 * c2 - b2 * c0) + a2 * (b0 * c1 - b1 * c0)
-
-
-def _rotation_z(yaw: float) -> np.ndarray:
-    c, s = math.cos(yaw), math.sin(yaw)
-    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
 def _posture_vector(value) -> np.ndarray:
@@ -736,7 +731,7 @@ class IKSolver:
         gain = self._pelvis_weight * self.params.pelvis_gain
         if gain:  # a leg reaching down (stairs): the pelvis kept upright (Parameters.pelvis_gain)
             rotation = pin.Quaternion(q[3:7]).toRotationMatrix()
-            upright = _rotation_z(math.atan2(rotation[1, 0], rotation[0, 0]))
+            upright = rotation_z(math.atan2(rotation[1, 0], rotation[0, 0]))
             dq_p[3:6] = gain * pin.log3(rotation.T @ upright)  # to the upright base of its yaw (local frame)
         return dq_p
 

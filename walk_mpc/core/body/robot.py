@@ -480,17 +480,14 @@ def rotation_z(yaw: float) -> np.ndarray:
 def sole_rotation(yaw: float, roll: float, pitch: float) -> np.ndarray:
     """Rotation ``Rz(yaw) Ry(pitch) Rx(roll)`` of a sole of ``yaw`` [rad] rolled and pitched by ``roll``,
     ``pitch`` [rad] about its axes (a sole on sloped ground: :func:`~walk_mpc.core.walk.step.ground_tilt`)."""
-    cr, sr, cp, sp = math.cos(roll), math.sin(roll), math.cos(pitch), math.sin(pitch)
-    ry = np.array([[cp, 0.0, sp], [0.0, 1.0, 0.0], [-sp, 0.0, cp]])
-    rx = np.array([[1.0, 0.0, 0.0], [0.0, cr, -sr], [0.0, sr, cr]])
-    return rotation_z(yaw) @ ry @ rx
+    return pin.rpy.rpyToMatrix(roll, pitch, yaw)
 
 
 def roll_pitch_of(rotation: np.ndarray) -> tuple[float, float]:
     """Roll and pitch [rad] of a rotation ``Rz(yaw) Ry(pitch) Rx(roll)`` (Z-Y-X angles; the inverse of
     :func:`sole_rotation` for pitches within +-90 degrees)."""
-    return (math.atan2(rotation[2, 1], rotation[2, 2]),
-            math.atan2(-rotation[2, 0], math.hypot(rotation[2, 1], rotation[2, 2])))
+    roll, pitch, _ = pin.rpy.matrixToRpy(np.asarray(rotation, dtype=float))
+    return float(roll), float(pitch)
 
 
 def yaw_of(rotation: np.ndarray) -> float:
