@@ -238,6 +238,7 @@ class PlannerStage:
         self._last_tick_ns: Optional[int] = None
         self._restart = ""  # why the next tick restarts the planner ("" : it does not)
         self._pending: Optional[WalkPlan] = None  # received, installed at the next tick
+        self._level_of: tuple = (None, True)  # (timeline, whether all its soles are on level ground)
         self._plan_id = 0  # installed plan (0: none)
         self._stance: Optional[tuple] = None  # stance feet of the last tick
         self._anchor_foot: Optional[Foot] = None  # the sole that placed the base of the last estimate
@@ -665,7 +666,7 @@ class PlannerStage:
 
     def _reference(self, stamp_ns: int, out: PlannerOutput) -> CoMReference:
         timeline = self._planner.timeline
-        if getattr(self, "_level_of", (None,))[0] is not timeline:
+        if self._level_of[0] is not timeline:
             self._level_of = (timeline, _level(timeline))
         tilt = None
         if not self._level_of[1]:  # known sloped ground: the soles' tilts at T and 2T (StepData normal)
