@@ -299,6 +299,21 @@ def test_quadruped_holds_its_measured_posture_and_a_gesture_yaws_the_body_with_t
     assert not graph.set_effect(4, True).success
 
 
+def standing_samples(node, talos):
+    """``observe(t)``: Talos' reference posture stamped ``PLAN_STAMP + t`` [s], handed to ``node``'s sensor
+    callback."""
+    from walk_mpc.msg import SensorState
+
+    q = talos.reference_configuration()
+    sensor = SensorState(joint_names=list(talos.joint_names), joint_pos=talos.actuated_positions(q).tolist())
+
+    def observe(t):
+        sensor.header.stamp = stamp_of(PLAN_STAMP + t)
+        node._on_sensor_state(sensor)
+
+    return observe
+
+
 def reference_msg(timeline, t, plan_id=1):
     from walk_mpc.msg import ComReference
     from walk_mpc.nodes.conversions import point
@@ -316,7 +331,7 @@ def test_in_process_the_node_publishes_the_stage_commands_and_the_messages_built
     is a BAD_REFERENCE hold."""
     import rclpy
 
-    from walk_mpc.msg import ComReference, SensorState
+    from walk_mpc.msg import ComReference
     from walk_mpc.nodes.conversions import plan_to_msg
     from walk_mpc.nodes.ik import STATUS_BAD_REFERENCE, STATUS_OK, IKNode, IKNodeParameters
 
@@ -330,13 +345,7 @@ def test_in_process_the_node_publishes_the_stage_commands_and_the_messages_built
         node._commands_pub.publish = commands.append
         node._commands_pub.get_subscription_count = lambda: 1  # published only to subscribers
         node._timing_pub.publish = timings.append
-        q = talos.reference_configuration()
-        sensor = SensorState(joint_names=list(talos.joint_names),
-                             joint_pos=talos.actuated_positions(q).tolist())
-
-        def observe(t):
-            sensor.header.stamp = stamp_of(PLAN_STAMP + t)
-            node._on_sensor_state(sensor)
+        observe = standing_samples(node, talos)
 
         observe(-T)  # no references: a standing tick on the sample
         assert [(m.status, m.trigger) for m in timings] == [(STATUS_OK, "/sensor_state")]
@@ -374,7 +383,6 @@ def test_in_process_waiting_for_a_walk_s_first_references_the_node_reports_namin
     it waits for (WAITING_FOR_REFERENCES, trigger sensor_state), then REFERENCE_STALE, naming the planner."""
     import rclpy
 
-    from walk_mpc.msg import SensorState
     from walk_mpc.nodes.conversions import plan_to_msg
     from walk_mpc.nodes.ik import (
         STATUS_OK,
@@ -392,13 +400,7 @@ def test_in_process_waiting_for_a_walk_s_first_references_the_node_reports_namin
         trajectories, timings = [], []
         node._trajectory_pub.publish = trajectories.append
         node._timing_pub.publish = timings.append
-        q = talos.reference_configuration()
-        sensor = SensorState(joint_names=list(talos.joint_names),
-                             joint_pos=talos.actuated_positions(q).tolist())
-
-        def observe(t):
-            sensor.header.stamp = stamp_of(PLAN_STAMP + t)
-            node._on_sensor_state(sensor)
+        observe = standing_samples(node, talos)
 
         observe(-T)
         assert [m.status for m in timings] == [STATUS_OK] and len(trajectories) == 1
