@@ -172,6 +172,42 @@ def test_a_gap_in_the_samples_does_not_blame_a_link_that_answers_the_next_sample
     assert not any(o.results for o in outputs) and supervisor.walking
 
 
+def test_a_late_timeout_check_waits_for_the_samples_queued_meanwhile(sample):
+    """A node starved of the CPU runs its timer before the samples that queued while it waited: that late
+    check decides nothing; the next one, after the queued samples, finds the stream alive."""
+    supervisor = make(watch_links=("mpc_planner", "ik"))
+    ns, _ = run(supervisor, sample, 100 * NS, 5, report=("mpc_planner", "ik"))
+    assert supervisor.submit_goal(b"g", steps(), True, ns)[0].accepted
+    ns, _ = run(supervisor, sample, ns, 10, report=("mpc_planner", "ik"))
+    assert supervisor.check_timeouts(ns).results == ()
+    late = ns + int(0.3 * NS)  # the process ran nothing for 0.3 s: the sim's samples wait in its queue
+    assert supervisor.check_timeouts(late).results == () and supervisor.starved_checks == 1
+    for _ in range(30):  # the queued samples (their stamps on time), handled at once after the late check
+        ns += PERIOD
+        supervisor.observe(ns, sample, late)
+        for name in ("mpc_planner", "ik"):
+            supervisor.report(name, 0, ns, steady_ns=late)
+    assert supervisor.check_timeouts(late + 2 * PERIOD).results == () and supervisor.walking
+
+
+def test_a_late_check_defers_a_real_outage_by_one_check_only(sample):
+    supervisor = make(watch_links=("mpc_planner", "ik"))
+    ns, _ = run(supervisor, sample, 100 * NS, 5, report=("mpc_planner", "ik"))
+    assert supervisor.submit_goal(b"g", steps(), True, ns)[0].accepted
+    ns, _ = run(supervisor, sample, ns, 10, report=("mpc_planner", "ik"))
+    assert supervisor.check_timeouts(ns).results == ()
+    assert supervisor.check_timeouts(ns + int(0.3 * NS)).results == ()  # late: defers
+    (result,) = supervisor.check_timeouts(ns + int(0.32 * NS)).results  # nothing came: the stream stopped
+    assert result.error_code == WalkErrorCode.SENSOR_TIMEOUT and "for 0.320 s" in result.error_msg
+    # a process starved for good still decides: every other late check
+    supervisor = make(watch_links=("mpc_planner", "ik"))
+    ns, _ = run(supervisor, sample, 100 * NS, 5, report=("mpc_planner", "ik"))
+    assert supervisor.submit_goal(b"g", steps(), True, ns)[0].accepted
+    ns, _ = run(supervisor, sample, ns, 10, report=("mpc_planner", "ik"))
+    checks = [supervisor.check_timeouts(ns + k * int(0.3 * NS)).results for k in range(3)]
+    assert checks[0] == () and checks[1] == () and checks[2][0].error_code == WalkErrorCode.SENSOR_TIMEOUT
+
+
 def test_an_ik_safe_stopping_blames_the_planner(sample):
     """The ik reports SAFE_STOP when the planner's references stop mid-walk: the planner's failure."""
     from walk_mpc.core.control.types import WholeBodyStatus

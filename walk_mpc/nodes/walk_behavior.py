@@ -57,9 +57,11 @@ for 20 ms over 10 ms samples). Nothing of the walking logic uses the wall clock.
 
 Sensor timeout: when the samples stop, stamps cannot measure how long they have been missing, so
 the timeout alone uses the node's *steady* clock: a timer checks every ``control_period`` the
-steady time since the last sample. More than ``sensor_timeout`` while walking ends the walk at
-once (the behavior cannot advance without a time base): the core goes to Stand at the planned
-feet, the plan is republished with ``walking`` false, and the goal aborts with SENSOR_TIMEOUT.
+steady time since the last sample (a check that comes more than ``sensor_timeout / 2`` late, the process
+starved of the CPU, decides nothing: the next check does, after the samples queued meanwhile). More than
+``sensor_timeout`` while walking ends the walk at once (the behavior cannot advance without a time
+base): the core goes to Stand at the planned feet, the plan is republished with ``walking`` false, and
+the goal aborts with SENSOR_TIMEOUT.
 A goal arriving before any sample or while the samples are stale ends the same way at once.
 When the samples come back after an outage (two consecutive stamps more than ``sensor_timeout``
 apart: a restarted simulator or state estimator), the robot may have moved or been reset meanwhile:

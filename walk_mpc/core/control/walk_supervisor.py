@@ -357,6 +357,9 @@ class WalkSupervisor:
         self._origin_ns: Optional[int] = None
         self._next_tick_ns = 0
         self._last_sample_steady: Optional[int] = None
+        self._last_check_steady: Optional[int] = None
+        self._check_deferred = False  # the last check decided nothing (it came late)
+        self.starved_checks = 0
         self._last_stamp_ns: Optional[int] = None
         self._measured: Optional[dict] = None
         self._loads: Optional[dict] = None  # foot -> carries weight, in the last sample (None: unknown)
@@ -671,9 +674,27 @@ class WalkSupervisor:
 
     # ------------------------------------------------------------------ steady clock
     def check_timeouts(self, steady_ns: int) -> SupervisorOutput:
-        """Steady-clock checks while walking (call every control period): the sensor stream and the links."""
+        """Steady-clock checks while walking (call every control period): the sensor stream and the links.
+
+        A check more than ``sensor_timeout / 2`` after the previous one decides nothing (counted in
+        ``starved_checks``, logged): its caller was starved, and what arrived meanwhile is still queued behind
+        it; the next check decides, whenever it comes. A real outage is then reported one check later."""
         steady_ns = optional_steady(steady_ns)
         results: list = []
+        previous, self._last_check_steady = self._last_check_steady, steady_ns
+        late = previous is not None and steady_ns - previous > self._timeout_ns // 2
+        if late and not self._check_deferred:
+            # This check comes late: the caller itself was starved of the CPU (e.g. a node's process under
+            # load). The samples and reports that arrived meanwhile wait in its queues and are handled after
+            # this call: the next check decides (late or not, so a process starved for good still decides).
+            self._check_deferred = True
+            self.starved_checks += 1
+            late_s = (steady_ns - previous) / NS_PER_S
+            self._log.warning(f"timeout check {late_s:.3f} s after the previous one (every "
+                              f"{self.params.control_period} s): this process was starved of the CPU; the "
+                              "next check decides, after the samples queued meanwhile")
+            return SupervisorOutput(plan=self._plan_if_changed())
+        self._check_deferred = False
         if self.walking and self._last_sample_steady is not None:
             age = (steady_ns - self._last_sample_steady) / NS_PER_S
             if age > self.params.sensor_timeout:
