@@ -30,6 +30,7 @@ double support), the step length to 0.2 m within its step limits.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import threading
 import time
@@ -197,6 +198,24 @@ def robot_gait(robot: str, length: Optional[float], width: Optional[float],
     return tuple(d if v is None else float(v) for v, d in zip(given, defaults))
 
 
+class GraphStartError(WalkMpcError, RuntimeError):
+    """The demo's graph did not start, or another graph shares its domain and namespace."""
+
+
+def other_graph(node: Node, topic: str = "sensor_state") -> Optional[str]:
+    """Why another graph shares this demo's DDS domain and namespace, or None: more than one publisher on
+    ``topic`` (the sim's SensorState; one per robot). Two sims in one domain mix their samples: the nodes
+    reject the other's stamps, the walk stalls or fails far from its cause."""
+    publishers = node.get_publishers_info_by_topic(node.resolve_topic_name(topic))
+    if len(publishers) <= 1:
+        return None
+    names = sorted(f"{info.node_namespace.rstrip('/')}/{info.node_name}" for info in publishers)
+    domain = os.environ.get("ROS_DOMAIN_ID", "0")
+    return (f"{len(publishers)} publishers on '{node.resolve_topic_name(topic)}' in ROS_DOMAIN_ID {domain} "
+            f"({', '.join(names)}), expected this demo's sim alone: another robot's graph runs in this "
+            "domain and namespace; stop it, or run the demo with another ROS_DOMAIN_ID or --namespace")
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     walkers = ", ".join(r.name for r in load_graph().robots if r.legs)
@@ -271,9 +290,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         # measures commands (DDS discovery of a link can take seconds; a walk started before would stall),
         # and the recorder receives every topic (discovered separately: else the recording starts late).
         while not (monitor.ik_reference_ticks >= 25 and monitor.latency and not recorder.silent_topics()):
+            shared = other_graph(client)
+            if shared is not None:
+                raise GraphStartError(shared)
             if graph.failed() or time.monotonic() > deadline:
-                raise RuntimeError(f"the graph did not start (exited: {graph.failed()}; nothing recorded yet "
-                                   f"on {recorder.silent_topics()}); see the node logs")
+                raise GraphStartError(f"the graph did not start (exited: {graph.failed()}; nothing recorded "
+                                      f"yet on {recorder.silent_topics()}); see the node logs")
             spin.died.wait(0.05)  # polling counters filled by the spin thread (its death: at once)
             spin.check()
         left, right = current_feet(client, timeout=30.0) or DEFAULT_FEET
@@ -297,6 +319,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         walk = monitor.since(start)
         print(format_outcome(outcome))
         code = 0 if outcome.succeeded else 1
+    except GraphStartError as exc:
+        print(f"demo: {exc}", file=sys.stderr)
+        code = 1
     except ActionServerLost as exc:  # walk_behavior died: say so at once (its result cannot come)
         print(f"demo: {exc}", file=sys.stderr)
         code = 1
