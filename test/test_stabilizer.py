@@ -147,19 +147,20 @@ def _with_forces(sample, left: float, right: float):
     return dataclasses.replace(sample, contact=contact)
 
 
-def _bounced_landing(talos, drop: float):
+def _bounced_landing(talos, drop: float, loaded: int = 0, **params):
     """The soles' height offsets [m] (left, right) after a swinging left sole, its target ``drop`` [m] below
-    the right one's, planned on the ground again, touches it for one sample with a 2500 N impact and
-    bounces off for 0.1 s (a standing MuJoCo sample, its sole forces replaced)."""
+    the right one's, planned on the ground again, touches it for one sample with a 2500 N impact, carries
+    half the weight for ``loaded`` samples (10 ms each) and bounces off for 0.1 s (a standing MuJoCo sample,
+    its sole forces replaced; ``params``: further StabilizerParameters)."""
     feet = talos.foot_poses(talos.reference_configuration())
     left = np.array(feet[talos.left_foot_frame][0]) - np.array([0.0, 0.0, drop])
     soles = {Foot.LEFT: (left, 0.0), Foot.RIGHT: (feet[talos.right_foot_frame][0], 0.0)}
-    stabilizer = Stabilizer(talos, StabilizerParameters(enabled=True))
+    stabilizer = Stabilizer(talos, StabilizerParameters(enabled=True, **params))
     sample = _standing_samples(talos, 30)[-1]
     stamp = 10**12
     both = (Foot.LEFT, Foot.RIGHT)
     plan = [(both, 450.0, 450.0)] * 10 + [((Foot.RIGHT,), 0.0, 900.0)] * 10
-    plan += [(both, 2500.0, 900.0)] + [(both, 0.0, 900.0)] * 10
+    plan += [(both, 2500.0, 900.0)] + [(both, 450.0, 450.0)] * loaded + [(both, 0.0, 900.0)] * 10
     for stance, f_left, f_right in plan:
         stamp += 10**7
         stabilizer.set_reference(_reference(talos, stamp, (0.0, 0.0, 0.0)))
@@ -176,15 +177,35 @@ def test_a_step_down_whose_touchdown_bounces_the_sole_off_the_ground_is_a_late_l
     left, right = _bounced_landing(talos, 0.2)
     assert left < -0.002
     assert right == pytest.approx(-left)
-    left, right = _bounced_landing(talos, 0.0)
+    left, right = _bounced_landing(talos, 0.0)  # a level landing: its first contact (landing_window 0)
     assert left > 0.0
 
 
+@pytest.mark.parametrize("loaded", [0, 4])
+def test_a_level_landing_bounced_off_the_ground_within_the_landing_window_is_lowered_again(talos, loaded):
+    """With ``landing_window`` 0.3 s, a level touchdown that bounces the sole off the ground right after it
+    landed (at once, or after carrying half the weight for 0.05 s, as the landings of a MuJoCo Talos walk
+    did) is lowered again (the other rises) toward its share of the desired ZMP (here the middle of the
+    soles: half the weight). Without (the default), the landed sole is left in the air: on MuJoCo it carried
+    nothing for most of the double support."""
+    left, right = _bounced_landing(talos, 0.0, loaded, landing_window=0.3)
+    assert left < -0.002
+    assert right == pytest.approx(-left)
+    before, _ = _bounced_landing(talos, 0.0, loaded)
+    assert before > left + 0.002
+
+
+def test_a_sole_leaving_the_ground_after_the_landing_window_is_not_lowered(talos):
+    """0.5 s after its landing (standing, a robot tipping over an edge lifts a sole) a sole that leaves the
+    ground is not lowered: with ``landing_window`` 0.3 s the offsets are those without it, bit for bit."""
+    assert _bounced_landing(talos, 0.0, 50, landing_window=0.3) == _bounced_landing(talos, 0.0, 50)
+
+
 def test_landing_confirmation_parameters():
-    """landing_confirm_time 0 is the former stabilizer (every landing at its first contact); negative
-    values are refused."""
-    StabilizerParameters(landing_confirm_time=0.0, landing_confirm_drop=0.0)
-    for name in ("landing_confirm_time", "landing_confirm_drop"):
+    """landing_confirm_time 0 is the former stabilizer (every landing at its first contact), landing_window
+    0 (the default) never lowers a sole after its landing; negative values are refused."""
+    StabilizerParameters(landing_confirm_time=0.0, landing_confirm_drop=0.0, landing_window=0.0)
+    for name in ("landing_confirm_time", "landing_confirm_drop", "landing_window"):
         with pytest.raises(ParameterError):
             StabilizerParameters(**{name: -0.01})
 
