@@ -42,6 +42,9 @@ both columns ("..., recovery step"): standing without and with the recovery step
 ``--zmp-inward-offset D``: every run's planner with ``PlannerParameters.zmp_inward_offset`` D [m] (a single
 stance's ZMP reference moved toward the other foot: less lateral sway).
 
+``--limits NAME=VALUE,...``: the :class:`~walk_mpc.core.walk.saturation.StepLimits` of step adjustment and the
+recovery steps (e.g. ``min_duration=0.4``: recovery steps shorter than the walk behavior's 0.5 s).
+
 ``--stabilizer NAME=VALUE,...``: the runs with the stabilizer on with these
 :class:`~walk_mpc.core.control.stabilizer.StabilizerParameters` (e.g. ``com_offset_limit=0.08``).
 
@@ -83,6 +86,7 @@ from walk_mpc.core.sim.kinematic import KinematicSim
 from walk_mpc.core.sim.mujoco import MujocoSim
 from walk_mpc.core.sim.terrain import Terrain, TerrainMujocoSim
 from walk_mpc.core.walk.footsteps import walk_forward
+from walk_mpc.core.walk.saturation import StepLimits
 from walk_mpc.core.walk.timeline import FootPose, GaitTiming, PhaseKind, Timeline
 
 PUSH_DURATION = 0.1  # [s]
@@ -126,6 +130,7 @@ ADJUST: dict = {}  # step adjustment parameters of the runs with it (besides ena
 RECOVERY: dict = {}  # recovery step parameters of the runs with it (besides enabled)
 PLANNER: dict = {}  # planner parameters of every run, over the loop's defaults (--zmp-inward-offset)
 STABILIZER: dict = {}  # stabilizer parameters of the runs with it on (besides enabled; --stabilizer)
+LIMITS: dict = {}  # step limits of step adjustment and recovery steps (--limits; default: the behavior's)
 
 
 def run_walk(robot: RobotModel, stabilizer: bool, gait: Gait = Gait(), terrain: Optional[Terrain] = None,
@@ -159,7 +164,8 @@ def run_walk(robot: RobotModel, stabilizer: bool, gait: Gait = Gait(), terrain: 
             default_planner_parameters(robot, q, ClosedLoopParameters().control_period), **PLANNER)
     loop = ClosedLoopWalk(robot, sim, timeline, planner_params=planner,
                           params=ClosedLoopParameters(settle_time=settle), stage_options=options,
-                          step_adjustment=adjustment, recovery_step=recovery)
+                          step_adjustment=adjustment, recovery_step=recovery,
+                          step_limits=StepLimits(**LIMITS) if LIMITS else None)
     until = duration if duration is not None else timeline.t_end + settle
     start = time.perf_counter()
     pushing = False
@@ -389,6 +395,8 @@ def main(argv=None) -> None:
                         help="recovery step parameters NAME=VALUE,... (with --recovery-step)")
     parser.add_argument("--stabilizer", default="",
                         help="stabilizer parameters NAME=VALUE,... of the runs with it on")
+    parser.add_argument("--limits", default="",
+                        help="step limits NAME=VALUE,... of step adjustment and recovery steps")
     args = parser.parse_args(argv)
     global ESTIMATED
     ESTIMATED = args.estimated
@@ -406,6 +414,9 @@ def main(argv=None) -> None:
     for item in filter(None, args.stabilizer.split(",")):
         name, value = item.split("=")
         STABILIZER[name.strip()] = float(value)
+    for item in filter(None, args.limits.split(",")):
+        name, value = item.split("=")
+        LIMITS[name.strip()] = float(value)
     robot = RobotModel()
     sections = args.sections.split(",")
     rows = []

@@ -189,3 +189,12 @@ def test_with_the_state_estimated_and_the_stabilizer_talos_walks_a_known_10_degr
     assert robustness.walked(outcome)
     assert max(outcome.landing_errors.values()) < 0.04  # 3.3 cm up: the step over the ramp's top
     assert math.degrees(outcome.max_tilt) < 9.0
+
+
+def test_the_limits_option_gives_the_runs_step_limits(monkeypatch):
+    """``--limits NAME=VALUE,...``: the step limits of step adjustment and the recovery steps of every run
+    (e.g. recovery steps shorter than the walk behavior's 0.5 s ``min_duration``); none: the behavior's."""
+    monkeypatch.setattr(robustness, "LIMITS", {})
+    robustness.main(["--sections", "", "--limits", "min_duration=0.4,max_backward=0.2"])
+    assert robustness.LIMITS == {"min_duration": 0.4, "max_backward": 0.2}
+    assert robustness.StepLimits(**robustness.LIMITS).min_duration == 0.4
