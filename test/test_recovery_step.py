@@ -75,7 +75,8 @@ def test_capture_steps_go_toward_the_dcm_within_the_step_limits():
     assert LEFT.position[1] <= first.position[1] < LEFT.position[1] + 0.05
     assert second.position[0] >= first.position[0] - 1e-9
     assert second.position[1] <= first.position[1] - (LEFT.position[1] - RIGHT.position[1]) + 1e-9
-    assert first.duration == pytest.approx(max(0.35 + 0.15, limits.min_duration))
+    p = stepper.params
+    assert first.duration == pytest.approx(p.single_support_duration + p.double_support_duration)
     # Far ahead: the first step saturates at max_forward, the second goes on beyond it.
     first, second = stepper.capture_steps(np.array([0.3, 0.0]), omega, LEFT, RIGHT)
     assert first.position[0] == pytest.approx(RIGHT.position[0] + limits.max_forward)
@@ -87,6 +88,21 @@ def test_capture_steps_go_toward_the_dcm_within_the_step_limits():
     assert first.position[1] <= RIGHT.position[1] + 1e-9
     one = RecoveryStepper(_Robot(), RecoveryStepParameters(enabled=True, steps=1), limits)
     assert len(one.capture_steps(np.array([0.12, 0.0]), omega, LEFT, RIGHT)) == 1
+
+
+def test_recovery_steps_are_quick_within_the_default_step_limits():
+    """The default recovery step, 0.3 s of swing and 0.1 s of double support, is within the default step
+    limits (``min_duration`` 0.4 s): the walk behavior does not lengthen it; under longer limits its single
+    support is lengthened (the step lasts ``min_duration``)."""
+    p = RecoveryStepParameters(enabled=True)
+    assert (p.single_support_duration, p.double_support_duration) == (0.3, 0.1)
+    assert StepLimits().min_duration <= p.single_support_duration + p.double_support_duration
+    assert RecoveryStepper(_Robot(), p, StepLimits()).step_duration == pytest.approx(0.4)
+    assert RecoveryStepper(_Robot(), p, StepLimits(min_duration=0.5)).step_duration == pytest.approx(0.5)
+    behavior = WalkBehavior(WalkBehavior.Parameters(), LEFT, RIGHT)
+    steps = RecoveryStepper(_Robot(), p, StepLimits()).capture_steps(np.array([0.2, 0.0]), 3.36, LEFT, RIGHT)
+    assert behavior.submit_goal(list(steps), True, timing=RecoveryStepper(_Robot(), p).timing()).accepted
+    assert [s.duration for s in behavior.status.timeline.steps] == pytest.approx([0.4, 0.4])
 
 
 def test_the_behavior_walks_a_goal_with_its_own_timing_then_stands():
@@ -127,6 +143,18 @@ def test_a_standing_push_that_fell_is_survived_with_a_recovery_step(estimated, d
     the measured DCM the robot stands again."""
     assert not estimated.walked(_standing_push(estimated, 38.0, direction, False))
     assert estimated.walked(_standing_push(estimated, 38.0, direction, True))
+
+
+def test_a_forward_push_that_fell_with_slower_recovery_steps_is_survived_with_the_quick_ones(estimated,
+                                                                                             monkeypatch):
+    """State estimated, stabilizer on, 45 N s forward on the standing pelvis: with the former recovery steps
+    (0.35 s swing, 0.15 s double support, 0.5 s steps) the first one lands too late (a 0.3 m step cannot
+    reach the DCM) and Talos falls; with the default quick ones (0.3 / 0.1 s, 0.4 s steps) it stands."""
+    slow = {"single_support_duration": 0.35, "double_support_duration": 0.15}
+    monkeypatch.setattr(estimated, "RECOVERY", slow)
+    assert not estimated.walked(_standing_push(estimated, 45.0, "forward", True))
+    monkeypatch.setattr(estimated, "RECOVERY", {})
+    assert estimated.walked(_standing_push(estimated, 45.0, "forward", True))
 
 
 def _loop(rb, robot, recovery, samples=None):

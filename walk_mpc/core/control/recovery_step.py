@@ -73,7 +73,11 @@ class RecoveryStepParameters:
             the stabilizer alone).
         steps: Capture steps of a recovery walk: 1 (the foot on the DCM's side), or 2 (then the other one).
         sway_duration: Double support before the first lift-off [s] (the weight shifts to the stance foot).
-        single_support_duration: Swing time of each recovery step [s].
+        single_support_duration: Swing time of each recovery step [s]. Measured on MuJoCo Talos (state
+            estimated, stabilizer off / on, bisection): single / double support 0.3 / 0.1 s caught 50.0 /
+            46.9 N s forward and 40.6 / 40.6 backward, 0.35 / 0.15 s 34.4 / 40.6 and 40.6 / 40.6 (the first
+            step lands about 0.1 s sooner: by the LIPM the DCM runs 0.1 + 0.106 exp(omega T) from the
+            stance sole after 60 N s, T the push to the touchdown).
         double_support_duration: Double support after each recovery touchdown [s] (a step lasts single +
             double support, at least the step limits' ``min_duration``: the single support is lengthened).
         catch_duration: Double support after the last step, before Stand [s].
@@ -92,8 +96,8 @@ class RecoveryStepParameters:
     lateral_trigger_distance: float = 0.05
     steps: int = 2
     sway_duration: float = 0.1
-    single_support_duration: float = 0.35
-    double_support_duration: float = 0.15
+    single_support_duration: float = 0.3
+    double_support_duration: float = 0.1
     catch_duration: float = 0.6
     swing_height: float = 0.05
     filter_time: float = 0.02

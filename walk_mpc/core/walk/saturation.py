@@ -54,7 +54,9 @@ class StepLimits:
         max_width: Largest lateral distance from the previous sole [m].
         max_yaw_change: Largest yaw change from the previous sole [rad].
         max_height_change: Largest height change from the previous sole [m].
-        min_duration: Shortest step duration [s] (must exceed the double support duration).
+        min_duration: Shortest step duration [s] (must exceed the double support duration). 0.4 s: the
+            standing recovery steps' 0.3 s swing and 0.1 s double support (MuJoCo Talos, state estimated:
+            with 0.5 s recovery steps a forward push of 43.75 N s fell, 46.9 stands with 0.4 s ones).
         max_duration: Longest step duration [s].
         max_swing_height: Highest swing apex [m].
     """
@@ -65,7 +67,7 @@ class StepLimits:
     max_width: float = 0.40
     max_yaw_change: float = 0.50
     max_height_change: float = 0.15
-    min_duration: float = 0.5
+    min_duration: float = 0.4
     max_duration: float = 3.0
     max_swing_height: float = 0.15
 
