@@ -157,6 +157,17 @@ def test_a_forward_push_that_fell_with_slower_recovery_steps_is_survived_with_th
     assert estimated.walked(_standing_push(estimated, 45.0, "forward", True))
 
 
+def test_a_backward_push_that_fell_with_0_15_m_steps_back_is_survived_with_0_2_m(estimated, monkeypatch):
+    """State estimated, stabilizer on, 43.75 N s backward on the standing pelvis: with the former step limit
+    backward (``max_backward`` 0.15 m) the first recovery step cannot reach the DCM and Talos falls; with
+    the default 0.2 m it stands."""
+    monkeypatch.setattr(estimated, "LIMITS", {"max_backward": 0.15})
+    assert not estimated.walked(_standing_push(estimated, 43.75, "backward", True))
+    monkeypatch.setattr(estimated, "LIMITS", {})
+    assert StepLimits().max_backward == 0.2
+    assert estimated.walked(_standing_push(estimated, 43.75, "backward", True))
+
+
 def _loop(rb, robot, recovery, samples=None):
     from walk_mpc.core.control.closed_loop import ClosedLoopParameters, ClosedLoopWalk
     from walk_mpc.core.control.stabilizer import StabilizerParameters
