@@ -119,6 +119,14 @@ def _match_logger(node: Node, topic: str, peer: str) -> Callable[[Any], None]:
 #: The parameter every walk_mpc node declares besides its dataclass: SCHED_FIFO priority of its process.
 REALTIME_PRIORITY = "realtime_priority"
 
+#: Contexts whose :func:`run` is building its node (True), then what that node's early
+#: :func:`apply_realtime_priority` returned and its log messages (logged by :func:`run` once the node is
+#: built, so that a node's first log line still marks the end of its construction). The process is scheduled
+#: under SCHED_FIFO from the declaration of ``realtime_priority`` on, so the rest of the construction (robot
+#: model, numba kernels: most of a restart, issue 17) and the middleware's discovery threads do not wait
+#: behind normally scheduled processes.
+_EARLY_PRIORITY: dict = {}
+
 #: The other one: run the node on :class:`~walk_mpc.nodes._executor.FastDispatchExecutor` (else rclpy's
 #: SingleThreadedExecutor).
 FAST_DISPATCH = "fast_dispatch"
@@ -128,7 +136,8 @@ class GraphNode(Node):
     """Base of the walk_mpc nodes.
 
     Declares ``realtime_priority`` (int, 0 = normal scheduling, 1-99 = SCHED_FIFO priority of the node's
-    process, applied by :func:`run`: see :func:`apply_realtime_priority`) and ``fast_dispatch`` (bool,
+    process, applied by :func:`run` as soon as it is declared, before the rest of the node's construction:
+    see :func:`apply_realtime_priority`) and ``fast_dispatch`` (bool,
     default true: :func:`run` spins the node on :class:`~walk_mpc.nodes._executor.FastDispatchExecutor`,
     false: on rclpy's SingleThreadedExecutor). When the node's log level is
     DEBUG at the creation of a publisher or subscription, it logs its matches (:func:`publisher_events`,
@@ -149,6 +158,9 @@ class GraphNode(Node):
                 description="Spin this node's process on walk_mpc's FastDispatchExecutor (messages handed to "
                             "subscription callbacks straight from the wait; 0.1-0.3 ms less per message on "
                             "the control path); false: rclpy's SingleThreadedExecutor."))
+        if _EARLY_PRIORITY.get(self.context) is True:  # run() builds this node: schedule the process now,
+            messages: list = []                          # before the robot model and the kernels load
+            _EARLY_PRIORITY[self.context] = (apply_realtime_priority(self, messages), messages)
 
     def create_publisher(self, msg_type, topic, qos_profile, **kwargs):
         if self._log_matches():
@@ -278,10 +290,14 @@ def is_shutdown(exc: BaseException, context=None, grace: float = 1.0) -> bool:
 
 
 def freeze_startup_objects() -> None:
-    """Collect once, then move every object alive (modules, robot model, solvers) out of the garbage
-    collector's generations (``gc.freeze``), so later collections scan only what the control loop
-    allocates. Measured in the graph: full collections of 25-150 ms during a walk without it."""
-    gc.collect()
+    """Move every object alive (modules, robot model, solvers) out of the garbage collector's generations
+    (``gc.freeze``), so later collections scan only what the control loop allocates. Measured in the graph:
+    full collections of 25-150 ms during a walk without it.
+
+    Only the young generations are collected first: a full collection of a node's 140 000 start-up objects
+    took 60-90 ms of its start (issue 17) and found 7 unreachable ones in the ik (the collections during the
+    imports had taken the rest); those few stay frozen."""
+    gc.collect(1)
     gc.freeze()
 
 
@@ -330,7 +346,7 @@ def make_executor(node: Node, multithreaded: bool = False) -> Executor:
     return SingleThreadedExecutor(context=node.context)
 
 
-def apply_realtime_priority(node: Node) -> Optional[int]:
+def apply_realtime_priority(node: Node, deferred: Optional[list] = None) -> Optional[int]:
     """Put every thread of this process (rclpy's and the middleware's) under SCHED_FIFO at the node's
     ``realtime_priority``; threads created later inherit it. Returns the priority applied, or None.
 
@@ -338,7 +354,8 @@ def apply_realtime_priority(node: Node) -> Optional[int]:
     woken by a message waits behind any busy process. With SCHED_FIFO it runs as soon as it is runnable
     (benchmarks/graph_latency.py, 2 cores, across runs: sensor -> command p99 6.2-7.3 ms -> 2.9-4.6 ms).
     Without permission (root, CAP_SYS_NICE or ``ulimit -r``), or off Linux, it logs a warning and the
-    node runs with normal scheduling.
+    node runs with normal scheduling. With ``deferred``, the log messages are appended to it as
+    ``(level, text)`` (level: a logger method's name) instead of being logged.
 
     Raises:
         ParameterError: ``realtime_priority`` is not an integer in 0..99.
@@ -346,9 +363,15 @@ def apply_realtime_priority(node: Node) -> Optional[int]:
     priority = realtime_priority(node)
     if priority == 0:
         return None
-    logger = node.get_logger()
+
+    def log(level: str, text: str) -> None:
+        if deferred is None:
+            getattr(node.get_logger(), level)(text)
+        else:
+            deferred.append((level, text))
+
     if not hasattr(os, "sched_setscheduler") or not os.path.isdir("/proc/self/task"):
-        logger.warning(f"{REALTIME_PRIORITY} {priority} not applied: SCHED_FIFO is Linux only")
+        log("warning", f"{REALTIME_PRIORITY} {priority} not applied: SCHED_FIFO is Linux only")
         return None
     threads = sorted(int(tid) for tid in os.listdir("/proc/self/task"))
     try:
@@ -363,11 +386,11 @@ def apply_realtime_priority(node: Node) -> Optional[int]:
                 os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
             except OSError:
                 pass
-        logger.warning(f"{REALTIME_PRIORITY} {priority} not applied ({exc.strerror}): SCHED_FIFO needs "
-                       f"root, CAP_SYS_NICE or an rtprio limit >= {priority} (ulimit -r, "
-                       "/etc/security/limits.conf); running with normal scheduling")
+        log("warning", f"{REALTIME_PRIORITY} {priority} not applied ({exc.strerror}): SCHED_FIFO needs "
+            f"root, CAP_SYS_NICE or an rtprio limit >= {priority} (ulimit -r, /etc/security/limits.conf); "
+            "running with normal scheduling")
         return None
-    logger.info(f"SCHED_FIFO priority {priority} on the process' {len(threads)} threads")
+    log("info", f"SCHED_FIFO priority {priority} on the process' {len(threads)} threads")
     return priority
 
 
@@ -428,11 +451,20 @@ def run(
     """
     faulthandler.enable()  # a fatal signal in native code (solver, DDS) prints the Python stacks to stderr
     rclpy.init(args=args)
+    context = rclpy.get_default_context()
     node = None
     code = 0
     try:
-        node = make_node()
-        apply_realtime_priority(node)
+        _EARLY_PRIORITY[context] = True  # the GraphNode built now applies its realtime_priority at once
+        try:
+            node = make_node()
+        finally:
+            early = _EARLY_PRIORITY.pop(context, True)
+        if early is True:  # not a GraphNode (or it did not take the default context): apply it now
+            apply_realtime_priority(node)
+        else:
+            for level, text in early[1]:
+                getattr(node.get_logger(), level)(text)
         freeze_startup_objects()
         executor = make_executor(node, multithreaded)
         executor.add_node(node)

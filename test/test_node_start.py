@@ -1,0 +1,95 @@
+"""The start of a node process (issue 17: a restarted node runs its loop again within 1 s): ``run`` schedules
+the process under its ``realtime_priority`` as soon as the node declares it, before the rest of its
+construction, and the node's first log line still ends its construction."""
+
+from __future__ import annotations
+
+import gc
+import os
+
+import pytest
+
+pytest.importorskip("rclpy")
+
+from rclpy.parameter import Parameter  # noqa: E402
+
+from walk_mpc.nodes import _common  # noqa: E402
+
+
+class _Recorder:
+    """A node's logger that records its messages in ``events``."""
+
+    def __init__(self, events: list) -> None:
+        self.events = events
+
+    def get_effective_level(self):
+        return _common.LoggingSeverity.INFO
+
+    def info(self, msg: str) -> None:
+        self.events.append(("info", msg))
+
+    def warning(self, msg: str) -> None:
+        self.events.append(("warning", msg))
+
+
+def _run_node(monkeypatch, priority: int, fail: bool = False) -> list:
+    """``run`` a GraphNode whose construction records its steps, with SCHED_FIFO recorded (``fail``: refused
+    as without permission) instead of applied to the test process, and an executor that stops at once."""
+    events: list = []
+
+    def setscheduler(tid, policy, param):
+        if fail and policy == os.SCHED_FIFO:
+            raise PermissionError(1, "Operation not permitted")
+        events.append(("scheduler", policy, param.sched_priority))
+
+    class Stop:
+        def add_node(self, node) -> None:
+            pass
+
+        def spin(self) -> None:
+            events.append(("spin",))
+            raise KeyboardInterrupt
+
+    class Node(_common.GraphNode):
+        def __init__(self) -> None:
+            super().__init__("node_start_test",
+                             parameter_overrides=[Parameter(_common.REALTIME_PRIORITY, value=priority)])
+            events.append(("model and kernels",))
+            self.get_logger().info("constructed")
+
+        def get_logger(self):
+            return _Recorder(events)
+
+    monkeypatch.setattr(_common.os, "sched_setscheduler", setscheduler)
+    monkeypatch.setattr(_common, "make_executor", lambda node, multithreaded=False: Stop())
+    monkeypatch.setattr(gc, "freeze", lambda: None)  # the test process' objects stay collectable
+    assert _common.run(Node, args=[]) == 0
+    assert not _common._EARLY_PRIORITY
+    return events
+
+
+def test_run_schedules_the_process_before_the_node_loads_its_model_and_logs_it_after(monkeypatch):
+    events = _run_node(monkeypatch, 42)
+    steps = [e[0] for e in events]
+    first_fifo = steps.index("scheduler")
+    assert first_fifo < steps.index("model and kernels")
+    assert all(e == ("scheduler", os.SCHED_FIFO, 42) for e in events if e[0] == "scheduler")
+    assert events[steps.index("model and kernels") + 1] == ("info", "constructed")  # the first log line
+    report = [e for e in events if e[0] == "info" and "SCHED_FIFO priority 42" in e[1]]
+    assert len(report) == 1
+    assert steps.index("info", first_fifo) < events.index(report[0]) < steps.index("spin")
+
+
+def test_without_permission_the_warning_comes_after_the_construction_and_the_node_runs(monkeypatch):
+    events = _run_node(monkeypatch, 42, fail=True)
+    steps = [e[0] for e in events]
+    warnings = [e for e in events if e[0] == "warning"]
+    assert len(warnings) == 1 and "realtime_priority 42 not applied" in warnings[0][1]
+    assert steps.index("model and kernels") < events.index(warnings[0]) < steps.index("spin")
+    assert all(e[1] == os.SCHED_OTHER for e in events if e[0] == "scheduler")  # all or nothing
+
+
+def test_priority_zero_leaves_the_scheduling_alone(monkeypatch):
+    events = _run_node(monkeypatch, 0)
+    assert [e[0] for e in events] == ["model and kernels", "info", "spin"]
+
