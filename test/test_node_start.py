@@ -93,3 +93,57 @@ def test_priority_zero_leaves_the_scheduling_alone(monkeypatch):
     events = _run_node(monkeypatch, 0)
     assert [e[0] for e in events] == ["model and kernels", "info", "spin"]
 
+
+def test_launch_graph_starts_each_process_at_its_nodes_realtime_priority(tmp_path):
+    from walk_mpc.core.params import load_yaml
+    from walk_mpc.graph import load_graph
+    from walk_mpc.tools.launch_graph import GraphProcesses
+
+    document = load_yaml(load_graph().config_path("talos"))
+    configured = {name: section["ros__parameters"].get("realtime_priority", 0)
+                  for name, section in document.items()}
+    graph = GraphProcesses("talos", "kinematic", log_dir=tmp_path)
+    assert graph.priorities == {name: configured.get(name, 0) for name in graph.groups}
+    assert graph.priorities["sim"] > 0 and graph.priorities["ik"] > 0
+    control = GraphProcesses("talos", "kinematic", control_process=True, log_dir=tmp_path)
+    assert control.priorities["control"] == max(configured.get(n, 0) for n in control.groups["control"])
+    changed = GraphProcesses("talos", "kinematic", log_dir=tmp_path, extra_args={
+        "ik": ["-p", "realtime_priority:=7"], "sim": ["-p", "realtime_priority:=0"]})
+    assert (changed.priorities["ik"], changed.priorities["sim"]) == (7, 0)
+    wrong = GraphProcesses("talos", "kinematic", log_dir=tmp_path,
+                           extra_args={"ik": ["-p", "realtime_priority:=150"]})
+    assert wrong.priorities["ik"] == 0  # the node itself reports the wrong value
+
+
+def test_a_process_started_scheduled_runs_under_sched_fifo_from_its_exec_or_normally_without_permission():
+    import subprocess
+    import sys
+
+    from walk_mpc.tools.launch_graph import start_scheduled
+
+    probe = "import os; print(os.sched_getscheduler(0), os.sched_getparam(0).sched_priority)"
+    out = subprocess.run([sys.executable, "-c", probe], preexec_fn=start_scheduled(3), capture_output=True,
+                         text=True, timeout=60, check=True).stdout.split()
+    assert [int(v) for v in out] == ([os.SCHED_FIFO, 3] if _can_set_fifo() else [os.SCHED_OTHER, 0])
+    plain = subprocess.run([sys.executable, "-c", probe], preexec_fn=start_scheduled(0), capture_output=True,
+                           text=True, timeout=60, check=True).stdout.split()
+    assert [int(v) for v in plain] == [os.SCHED_OTHER, 0]
+
+
+def _can_set_fifo() -> bool:
+    """Whether this process may use SCHED_FIFO (tried on a short-lived thread, never on the test process)."""
+    import threading
+
+    result = []
+
+    def attempt() -> None:
+        try:
+            os.sched_setscheduler(threading.get_native_id(), os.SCHED_FIFO, os.sched_param(1))
+            result.append(True)
+        except OSError:
+            result.append(False)
+
+    thread = threading.Thread(target=attempt)
+    thread.start()
+    thread.join()
+    return result[0]

@@ -35,8 +35,9 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import IO, Dict, List, Optional, Sequence, Tuple
+from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from walk_mpc.core.params import load_yaml
 from walk_mpc.graph import (
     CONTROL,
     check_namespace,
@@ -61,6 +62,32 @@ def die_with_parent() -> None:
 
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
+def start_scheduled(priority: int) -> Callable[[], None]:
+    """``preexec_fn`` for ``subprocess.Popen``: :func:`die_with_parent`, and the child runs under SCHED_FIFO
+    at ``priority`` from its ``exec`` (0: normal scheduling).
+
+    A node applies its ``realtime_priority`` itself once it has read it; started at that priority, its
+    interpreter, imports and construction do not wait behind the machine's normally scheduled processes
+    meanwhile (issue 17: a restarted node runs its loop again within 1 s). Without permission the child
+    starts with normal scheduling, and the node warns as before.
+    """
+    def preexec() -> None:
+        die_with_parent()
+        if priority and hasattr(os, "sched_setscheduler"):
+            try:
+                os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+            except OSError:
+                pass
+
+    return preexec
+
+
+def _priority(value: Any) -> int:
+    """A ``realtime_priority`` value as the priority to start a process at (0 for anything but 1-99: the node
+    reports a wrong value itself)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 100 else 0
 
 
 #: The wall-clock stamp of an rclpy log line: ``[INFO] [1795793285.108330079] [node]: ...``.
@@ -116,6 +143,9 @@ class GraphProcesses:
         #: The nodes' environment: ours, and walk_mpc's Fast DDS profile (walk_mpc.graph.dds_environment).
         self.environment = {**os.environ, **dds_environment()}
         self.processes: Dict[str, subprocess.Popen] = {}
+        #: Process name -> the SCHED_FIFO priority it starts at (:func:`start_scheduled`): its node's
+        #: ``realtime_priority`` (the highest of the control process' nodes), 0 for normal scheduling.
+        self.priorities = self._priorities(graph.config_path(robot, config))
         self._logs: List[IO] = []
         self._threads: List[threading.Thread] = []
 
@@ -136,6 +166,29 @@ class GraphProcesses:
             args += ["-p", f"backend:={self.sim}"]
         return args + list(self.extra_args.get(spec.name, ()))
 
+    def _priorities(self, config: Path) -> Dict[str, int]:
+        try:
+            document = load_yaml(config)
+        except Exception:  # the nodes report an unreadable parameters file themselves
+            document = {}
+
+        def node_priority(name: str) -> int:
+            section = document.get(name) if isinstance(document, dict) else None
+            parameters = section.get("ros__parameters") if isinstance(section, dict) else None
+            value = (parameters or {}).get("realtime_priority", 0) if isinstance(parameters, dict) else 0
+            value = self.overrides.get(name, {}).get("realtime_priority", value)
+            extra = list(self.extra_args.get(name, ()))
+            for item in extra:
+                if isinstance(item, str) and item.startswith("realtime_priority:="):
+                    try:
+                        value = json.loads(item.split(":=", 1)[1])
+                    except ValueError:
+                        value = 0
+            return _priority(value)
+
+        return {process: max((node_priority(n) for n in nodes), default=0)
+                for process, nodes in self.groups.items()}
+
     def start(self, names: Optional[Sequence[str]] = None) -> GraphProcesses:
         """Start the processes (all of them, or ``names``)."""
         for name in self.groups:
@@ -153,10 +206,12 @@ class GraphProcesses:
             log = open(self.log_dir / f"{name}.log", "a")
             self._logs.append(log)
             proc = subprocess.Popen(self.command(name), stdout=log, stderr=subprocess.STDOUT,
-                                    preexec_fn=die_with_parent, env=self.environment)
+                                    preexec_fn=start_scheduled(self.priorities.get(name, 0)),
+                                    env=self.environment)
         else:
             proc = subprocess.Popen(self.command(name), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    text=True, bufsize=1, preexec_fn=die_with_parent, env=self.environment)
+                                    text=True, bufsize=1, env=self.environment,
+                                    preexec_fn=start_scheduled(self.priorities.get(name, 0)))
             thread = threading.Thread(target=self._forward, args=(name, proc), daemon=True)
             thread.start()
             self._threads.append(thread)
