@@ -147,3 +147,27 @@ def _can_set_fifo() -> bool:
     thread.start()
     thread.join()
     return result[0]
+
+
+def test_fast_dds_takes_the_profile_without_an_error(tmp_path):
+    """The shipped profile (config/fastdds_localhost.xml: the peers range, the announcements, the
+    shared-memory healthy check) parses: Fast DDS logs XMLPARSER errors and falls back to its defaults
+    otherwise."""
+    import subprocess
+    import sys
+
+    from walk_mpc.graph import FASTDDS_PROFILE, default_config_directory
+
+    profile = default_config_directory() / FASTDDS_PROFILE
+    assert "<healthy_check_timeout_ms>" in profile.read_text()
+    env = {**os.environ, "FASTDDS_DEFAULT_PROFILES_FILE": str(profile),
+           "RMW_IMPLEMENTATION": "rmw_fastrtps_cpp", "ROS_DOMAIN_ID": str(100 + os.getpid() % 100),
+           "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
+    script = ("import rclpy; from std_msgs.msg import Empty; rclpy.init(); "
+              "node = rclpy.create_node('profile_check'); node.create_publisher(Empty, 'profile_check', 1); "
+              "print('created')")
+    done = subprocess.run([sys.executable, "-P", "-c", script], env=env, capture_output=True, text=True,
+                          timeout=60)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0 and "created" in output, output
+    assert "XMLPARSER" not in output and "Error" not in output, output
