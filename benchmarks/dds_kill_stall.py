@@ -10,6 +10,9 @@ duration), and the same figures as a baseline for the ticks before the first kil
 
     bash -c 'source tools/env.sh && source install/setup.bash && \\
         ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST python -P benchmarks/dds_kill_stall.py --duration 40'
+
+With walk_mpc's Fast DDS profile (what the graph's nodes run with): prefix the command with
+``FASTDDS_DEFAULT_PROFILES_FILE=config/fastdds_localhost.xml``.
 """
 
 from __future__ import annotations
