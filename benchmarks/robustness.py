@@ -359,6 +359,19 @@ def table(rows: list) -> str:
     return "\n".join(lines)
 
 
+def _overrides(text: str, integers: tuple = ()) -> dict:
+    """``NAME=VALUE,...`` as a dict: ``true``/``false`` as bools, the names in ``integers`` as ints, the
+    rest as floats."""
+    values = {}
+    for item in filter(None, text.split(",")):
+        name, value = (part.strip() for part in item.split("="))
+        if value.lower() in ("true", "false"):
+            values[name] = value.lower() == "true"
+        else:
+            values[name] = int(value) if name in integers else float(value)
+    return values
+
+
 def _fmt(ok: bool) -> str:
     return "walks" if ok else "falls"
 
@@ -404,19 +417,10 @@ def main(argv=None) -> None:
         PLANNER["zmp_inward_offset"] = args.zmp_inward_offset
     if args.adapt_timing:
         ADJUST["adapt_timing"] = True
-    for item in filter(None, args.adjust.split(",")):
-        name, value = item.split("=")
-        value = value.strip().lower()
-        ADJUST[name.strip()] = value == "true" if value in ("true", "false") else float(value)
-    for item in filter(None, args.recovery.split(",")):
-        name, value = item.split("=")
-        RECOVERY[name.strip()] = int(value) if name.strip() == "steps" else float(value)
-    for item in filter(None, args.stabilizer.split(",")):
-        name, value = item.split("=")
-        STABILIZER[name.strip()] = float(value)
-    for item in filter(None, args.limits.split(",")):
-        name, value = item.split("=")
-        LIMITS[name.strip()] = float(value)
+    ADJUST.update(_overrides(args.adjust))
+    RECOVERY.update(_overrides(args.recovery, integers=("steps",)))
+    STABILIZER.update(_overrides(args.stabilizer))
+    LIMITS.update(_overrides(args.limits))
     robot = RobotModel()
     sections = args.sections.split(",")
     rows = []
@@ -442,7 +446,7 @@ def main(argv=None) -> None:
                             cells.append("-")
                             continue
                         if args.grid:
-                            grid = [args.grid * (k + 1) for k in range(int(args.grid_top / args.grid + 1e-9))]
+                            grid = [args.grid * (i + 1) for i in range(int(args.grid_top / args.grid + 1e-9))]
                             stands = push_grid(robot, on, walking, direction, grid, adjust=adjust,
                                                recover=recover)
                             cells.append("stands " + ranges(grid, stands))
