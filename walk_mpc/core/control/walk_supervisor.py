@@ -676,14 +676,15 @@ class WalkSupervisor:
     def check_timeouts(self, steady_ns: int) -> SupervisorOutput:
         """Steady-clock checks while walking (call every control period): the sensor stream and the links.
 
-        A check more than ``sensor_timeout / 2`` after the previous one decides nothing (counted in
-        ``starved_checks``, logged): its caller was starved, and what arrived meanwhile is still queued behind
-        it; the next check decides, whenever it comes. A real outage is then reported one check later."""
+        While walking, a check more than ``sensor_timeout / 2`` after the previous one decides nothing
+        (counted in ``starved_checks``, logged): its caller was busy or starved, and what arrived meanwhile
+        is still queued behind it; the next check decides, whenever it comes. A real outage is then reported
+        one check later."""
         steady_ns = optional_steady(steady_ns)
         results: list = []
         previous, self._last_check_steady = self._last_check_steady, steady_ns
         late = previous is not None and steady_ns - previous > self._timeout_ns // 2
-        if late and not self._check_deferred:
+        if late and self.walking and not self._check_deferred:  # standing, a check decides nothing anyway
             # This check comes late: the caller itself was starved of the CPU (e.g. a node's process under
             # load). The samples and reports that arrived meanwhile wait in its queues and are handled after
             # this call: the next check decides (late or not, so a process starved for good still decides).
@@ -691,8 +692,8 @@ class WalkSupervisor:
             self.starved_checks += 1
             late_s = (steady_ns - previous) / NS_PER_S
             self._log.warning(f"timeout check {late_s:.3f} s after the previous one (every "
-                              f"{self.params.control_period} s): this process was starved of the CPU; the "
-                              "next check decides, after the samples queued meanwhile")
+                              f"{self.params.control_period} s): this process was busy or starved of the "
+                              "CPU; the next check decides, after the samples queued meanwhile")
             return SupervisorOutput(plan=self._plan_if_changed())
         self._check_deferred = False
         if self.walking and self._last_sample_steady is not None:
