@@ -160,6 +160,11 @@ class Probe:
         self.context.try_shutdown()
 
 
+def shown(result: str) -> str:
+    """A walk's result as the tables print it: SUCCEEDED for the error code NONE."""
+    return "SUCCEEDED" if result == "NONE" else result
+
+
 def outcome_text(outcome) -> str:
     if isinstance(outcome, str):
         return outcome
@@ -298,8 +303,8 @@ def in_process(nodes, times, stand: float, sim: str) -> int:
         end = "-" if math.isnan(r.end_s) else f"{r.end_s:.2f}"
         fell = f"**yes** ({r.fall_reason})" if r.fell else "no"
         killed = "standing" if r.kill_at is None else f"{r.kill_at:.2f}"
-        print(f"| {r.node} | {killed} | {r.phase} | {r.result} | {end} | {fell} | {r.max_reference_m:.3f} | "
-              f"{r.recovery_s:.2f} | {r.after or '-'} |")
+        print(f"| {r.node} | {killed} | {r.phase} | {shown(r.result)} | {end} | {fell} | "
+              f"{r.max_reference_m:.3f} | {r.recovery_s:.2f} | {shown(r.after) or '-'} |")
     passed = sum(r.passed for r in rows)
     print(f"\n{passed} of {len(rows)} rows meet the acceptance")
     return 0 if passed == len(rows) else 1
@@ -353,10 +358,10 @@ def main() -> int:
           "of which process start [s] (constructed) | node up to loop [s] | walk after restart | "
           "its missed deadlines |\n|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['node']} | {r['phase']} | {r['result']} | {r['end_s']:.2f} | {r['fell']} | "
+        print(f"| {r['node']} | {r['phase']} | {shown(r['result'])} | {r['end_s']:.2f} | {r['fell']} | "
               f"{r['max_ref_m']:.3f} | {r['recovery_s']:.2f} | {r.get('startup_s', float('nan')):.2f} "
               f"({r.get('constructed_s', float('nan')):.2f}) | "
-              f"{r.get('loop_s', float('nan')):.2f} | {r['after']} | {r.get('after_missed', '-')} |")
+              f"{r.get('loop_s', float('nan')):.2f} | {shown(r['after'])} | {r.get('after_missed', '-')} |")
     ok = sum(passed(r) for r in rows)
     print(f"\n{ok} of {len(rows)} rows meet the acceptance")
     return 0 if ok == len(rows) == len(args.nodes) * len(args.phases) else 1
