@@ -86,6 +86,10 @@ class StabilizerParameters:
             tipping over a sole edge comes back only by moving its mass back over the support: its ZMP is
             saturated there, where the ZMP-based CoM admittance does not help).
         com_offset_limit: Largest horizontal CoM offset [m].
+        dcm_com_release_distance: While the measured DCM is farther than this [m] outside the support
+            polygon of the soles in contact, the CoM offset against the DCM error stops growing (it leaks):
+            there no ankle or CoM strategy brings it back, only a step (a recovery step, a crossover), whose
+            reach the CoM held back would cost; 0 (default): never released.
         cop_admittance: Ankle admittance [rad/(s N m)]: sole rotation velocity per N m of ankle torque
             error (HRP-4: 0.01).
         ankle_offset_limit: Largest sole roll / pitch offset [rad].
@@ -139,6 +143,7 @@ class StabilizerParameters:
     com_admittance: float = 0.0
     dcm_com_gain: float = 2.5
     com_offset_limit: float = 0.05
+    dcm_com_release_distance: float = 0.0
     cop_admittance: float = 0.01
     ankle_offset_limit: float = 0.15
     force_difference_admittance: float = 1e-4
@@ -161,7 +166,7 @@ class StabilizerParameters:
             if not isinstance(getattr(self, name), bool):
                 raise ParameterError(name, getattr(self, name), "true or false")
         for name in ("dcm_gain", "dcm_integral_gain", "dcm_filter_time", "com_admittance", "dcm_com_gain",
-                     "com_offset_limit",
+                     "com_offset_limit", "dcm_com_release_distance",
                      "cop_admittance", "ankle_offset_limit", "force_difference_admittance",
                      "landing_confirm_time", "landing_confirm_drop", "landing_window",
                      "height_offset_limit", "min_contact_force", "support_margin"):
@@ -421,8 +426,13 @@ class Stabilizer:
             desired_cop[foot] = rotation[:2, :2].T @ (desired - position[:2])
         # CoM admittance.
         leak = math.exp(-dt / p.leak_time)
+        dcm_term = p.dcm_com_gain * error
+        if (p.dcm_com_release_distance > 0.0
+                and float(np.linalg.norm(self._dcm - clamp_to_polygon(self._dcm, polygon)))
+                > p.dcm_com_release_distance):
+            dcm_term = 0.0 * error  # only a step catches it (module docstring)
         self._com_admittance = (self._com_admittance * leak
-                                - (p.com_admittance * (desired - zmp) + p.dcm_com_gain * error) * dt)
+                                - (p.com_admittance * (desired - zmp) + dcm_term) * dt)
         self._com_offset = self._com_admittance.copy()
         norm = float(np.linalg.norm(self._com_offset))
         if norm > p.com_offset_limit:

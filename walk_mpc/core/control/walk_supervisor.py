@@ -521,7 +521,8 @@ class WalkSupervisor:
                 return dataclasses.replace(core.status, t_step_rem=status.t_step_rem, result=status.result)
             return status
         gid = RecoveryStepId(self._recoveries + 1)
-        answer = core.submit_goal(steps, True, goal_id=gid, timing=self._recovery.timing())
+        answer = core.submit_goal(steps, True, goal_id=gid, timing=self._recovery.timing(),
+                                  limits=self._recovery.walk_limits())
         if not answer.accepted:
             self._log.warning(f"{gid} refused: {answer.rejection.message}")
             return status

@@ -385,6 +385,7 @@ class WalkBehavior:
         self._outcome: Optional[Tuple[WalkErrorCode, str, Tuple[int, ...]]] = None
         self._warning = False
         self._timing = self.params.timing  # of the walk (submit_goal's timing)
+        self._limits = self.params.limits  # of the walk (submit_goal's limits)
 
     def _rebuild_timeline(self) -> None:
         """Timeline of the committed steps, re-anchored in long walks so rebuilds stay O(1) per touchdown."""
@@ -461,6 +462,7 @@ class WalkBehavior:
         goal_id: Optional[Hashable] = None,
         lookahead: Optional[int] = None,
         timing: Optional[GaitTiming] = None,
+        limits: Optional[StepLimits] = None,
     ) -> GoalAnswer:
         """Start a walk, or preempt the running goal.
 
@@ -472,13 +474,16 @@ class WalkBehavior:
                 ``NUM_REQUIRED_WALK_STEPS``; None: ``NUM_REQUIRED_WALK_STEPS`` (Atlas).
             timing: Gait timing of a walk from Stand (a recovery step's quick sway); None: the parameters'.
                 A preempting goal keeps the timing of the walk it continues.
+            limits: Step limits of a walk from Stand (a recovery's crossover step); None: the parameters'. A
+                preempting goal keeps the limits of the walk it continues.
 
         Returns:
             The answer; on rejection nothing changed.
 
         Raises:
             InputError: If ``lookahead`` is not an integer in [1, NUM_REQUIRED_WALK_STEPS], or ``timing`` not
-                a GaitTiming whose double support is shorter than the limits' ``min_duration``.
+                a GaitTiming whose double support is shorter than the limits' ``min_duration``, or ``limits``
+                not a StepLimits.
         """
         lookahead = NUM_REQUIRED_WALK_STEPS if lookahead is None else lookahead
         if (isinstance(lookahead, bool) or not isinstance(lookahead, int)
@@ -488,6 +493,8 @@ class WalkBehavior:
                                    or timing.double_support_duration >= self.params.limits.min_duration):
             raise InputError("timing", timing, "a GaitTiming whose double support is shorter than "
                              f"limits.min_duration = {self.params.limits.min_duration} s")
+        if limits is not None and not isinstance(limits, StepLimits):
+            raise InputError("limits", limits, "a StepLimits")
         gid = self._new_goal_id(goal_id)
         parsed = steps_from_records(steps)
         if isinstance(parsed, Rejection):
@@ -496,7 +503,7 @@ class WalkBehavior:
             rejection = self._check_fresh_goal(parsed, plan_complete, lookahead)
             if rejection is not None:
                 return GoalAnswer(gid, False, rejection)
-            self._start_walk(gid, parsed, bool(plan_complete), lookahead, timing)
+            self._start_walk(gid, parsed, bool(plan_complete), lookahead, timing, limits)
             return GoalAnswer(gid, True)
         rejection = self._check_continuation(parsed, plan_complete, preempting=True)
         if rejection is not None:
@@ -573,7 +580,7 @@ class WalkBehavior:
                                                    duration=step.duration)
             previous = (FootPose.of_step(self._committed[k - 1]) if k > 0
                         else self._start_feet[step.foot.other])
-            self._committed_flags[k] = saturate_step(self._committed_raw[k], previous, self.params.limits)[1]
+            self._committed_flags[k] = saturate_step(self._committed_raw[k], previous, self._limits)[1]
             moved.append(step.step_index)
         if moved:
             self._rebuild_timeline()
@@ -730,9 +737,11 @@ class WalkBehavior:
         return added, replaced, unchanged
 
     def _start_walk(self, goal_id: Hashable, steps: Tuple[Step, ...], plan_complete: bool,
-                    lookahead: int = NUM_REQUIRED_WALK_STEPS, timing: Optional[GaitTiming] = None) -> None:
+                    lookahead: int = NUM_REQUIRED_WALK_STEPS, timing: Optional[GaitTiming] = None,
+                    limits: Optional[StepLimits] = None) -> None:
         self._enter_stand(self._timeline)  # clean per-walk state
         self._timing = timing if timing is not None else self.params.timing
+        self._limits = limits if limits is not None else self.params.limits
         self._behavior = Behavior.WALK
         self._goal_id = goal_id
         self._lookahead = lookahead
@@ -771,7 +780,7 @@ class WalkBehavior:
                 return
             previous_pose = (FootPose.of_step(previous) if previous is not None
                              else self._start_feet[step.foot.other])
-            saturated, flags = saturate_step(step, previous_pose, self.params.limits)
+            saturated, flags = saturate_step(step, previous_pose, self._limits)
             self._committed.append(saturated)
             self._committed_raw.append(step)
             self._committed_flags.append(flags)

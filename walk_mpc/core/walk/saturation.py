@@ -6,7 +6,9 @@ carries the weight while the new step swings): x forward, y to its left.
 * ``length``: forward offset ``x`` in ``[-max_backward, max_forward]``.
 * ``width``: lateral offset ``y``; a left step lands in ``[min_width, max_width]``
   to the left of the right foot, a right step in ``[-max_width, -min_width]`` (to
-  the right of the left foot), so legs never cross.
+  the right of the left foot), so legs never cross; unless ``max_crossover_width`` > 0
+  (a crossover step, the standing recovery's): a step on the other side of the previous
+  sole lands ``[min_crossover_width, max_crossover_width]`` across it.
 * ``yaw``: yaw change (wrapped to (-pi, pi]) in ``[-max_yaw_change, max_yaw_change]``.
 * ``height``: height change in ``[-max_height_change, max_height_change]``.
 * ``duration`` in ``[min_duration, max_duration]``; ``swing_height`` at most ``max_swing_height``.
@@ -62,6 +64,10 @@ class StepLimits:
             with 0.5 s recovery steps a forward push of 43.75 N s fell, 46.9 stands with 0.4 s ones).
         max_duration: Longest step duration [s].
         max_swing_height: Highest swing apex [m].
+        min_crossover_width: Smallest lateral distance [m] of a crossover step from the previous sole, to its
+            inner side (with ``max_crossover_width``; at least a sole's width: the soles must not overlap).
+        max_crossover_width: Largest lateral distance [m] of a crossover step (a left step landing to the
+            right of the previous, right, sole or the reverse); 0 (default): no crossing.
     """
 
     max_forward: float = 0.30
@@ -73,6 +79,8 @@ class StepLimits:
     min_duration: float = 0.4
     max_duration: float = 3.0
     max_swing_height: float = 0.15
+    min_crossover_width: float = 0.0
+    max_crossover_width: float = 0.0
 
     def __post_init__(self) -> None:
         check_positive("max_forward", self.max_forward)
@@ -88,6 +96,11 @@ class StepLimits:
         check_positive("max_duration", self.max_duration)
         check_less("min_duration", self.min_duration, "max_duration", self.max_duration)
         check_nonnegative("max_swing_height", self.max_swing_height)
+        check_nonnegative("min_crossover_width", self.min_crossover_width)
+        check_nonnegative("max_crossover_width", self.max_crossover_width)
+        if self.max_crossover_width > 0.0:
+            check_less("min_crossover_width", self.min_crossover_width, "max_crossover_width",
+                       self.max_crossover_width)
 
 
 def wrap_angle(angle: float) -> float:
@@ -126,7 +139,11 @@ def saturate_step(step: Step, previous: FootPose, limits: StepLimits) -> Tuple[S
     x, hit = _clip(x, -limits.max_backward, limits.max_forward)
     if hit:
         flags |= SaturationFlags.LENGTH
-    if step.foot is Foot.LEFT:
+    side = 1.0 if step.foot is Foot.LEFT else -1.0
+    if limits.max_crossover_width > 0.0 and side * y < 0.0:  # a crossover step
+        across, hit = _clip(-side * y, limits.min_crossover_width, limits.max_crossover_width)
+        y = -side * across
+    elif step.foot is Foot.LEFT:
         y, hit = _clip(y, limits.min_width, limits.max_width)
     else:
         y, hit = _clip(y, -limits.max_width, -limits.min_width)
