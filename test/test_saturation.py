@@ -171,3 +171,25 @@ def test_limits_reject_min_above_max():
 
 def test_limits_round_trip_through_a_mapping():
     assert from_mapping(StepLimits, to_mapping(LIMITS)) == LIMITS
+
+
+def test_crossover_widths_are_off_by_default_and_checked():
+    assert (LIMITS.min_crossover_width, LIMITS.max_crossover_width) == (0.0, 0.0)
+    with pytest.raises(ParameterError, match="min_crossover_width"):
+        StepLimits(min_crossover_width=0.3, max_crossover_width=0.2)
+    with pytest.raises(ParameterError, match="max_crossover_width"):
+        StepLimits(max_crossover_width=-0.1)
+
+
+@pytest.mark.parametrize("across", [0.05, 0.2, 0.5])
+def test_with_crossover_widths_a_step_across_the_previous_sole_lands_within_them(across):
+    limits = StepLimits(min_crossover_width=0.15, max_crossover_width=0.3)
+    for step, sole, side in ((left_step(y=RIGHT_SOLE.position[1] - across), RIGHT_SOLE, -1.0),
+                             (right_step(y=LEFT_SOLE.position[1] + across), LEFT_SOLE, 1.0)):
+        saturated, flags = saturate_step(step, sole, limits)
+        landed = side * relative_offset(sole, saturated.position)[1]
+        assert landed == pytest.approx(min(0.3, max(0.15, across)))
+        assert bool(flags & SaturationFlags.WIDTH) == (not 0.15 <= across <= 0.3)
+    # A step on its own side is saturated as without them.
+    assert saturate_step(left_step(y=-0.08), RIGHT_SOLE, limits) == saturate_step(left_step(y=-0.08),
+                                                                                RIGHT_SOLE, LIMITS)

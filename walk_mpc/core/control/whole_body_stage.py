@@ -710,7 +710,8 @@ class WholeBodyStage:
                 self.stabilizer.clear_reference()
             if self._soles is not None:
                 stance = tuple(Foot(i) for i in self._stance) if self._stance is not None else tuple(Foot)
-                self.stabilizer.observe(now, sample, self._soles, stance)
+                self.stabilizer.observe(now, sample, self._soles, stance,
+                                        walking=self._walking_at(self._plan_time(now)))
         due = self._last_tick_ns is None or now - self._last_tick_ns >= self._period_ns * 99 // 100
         if stale and due:
             return self._sensor_tick(now)
