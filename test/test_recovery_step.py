@@ -224,6 +224,17 @@ def test_a_forward_push_that_fell_with_the_com_held_back_is_survived_with_it_rel
     assert estimated.walked(_standing_push(estimated, 48.0, "forward", True))
 
 
+def test_a_60_n_s_forward_push_is_survived_with_quicker_recovery_steps(estimated, monkeypatch):
+    """State estimated, stabilizer on with its CoM offset released beyond 2 cm out of the support: 60 N s
+    forward on the standing pelvis falls with the default recovery steps (0.1 s sway, 0.3 s swing) and stands
+    with a 0.05 s sway and a 0.25 s swing (0.35 s steps: the step limits' ``min_duration`` 0.35 s)."""
+    monkeypatch.setattr(estimated, "STABILIZER", {"dcm_com_release_distance": 0.02})
+    assert not estimated.walked(_standing_push(estimated, 60.0, "forward", True))
+    monkeypatch.setattr(estimated, "RECOVERY", {"sway_duration": 0.05, "single_support_duration": 0.25})
+    monkeypatch.setattr(estimated, "LIMITS", {"min_duration": 0.35})
+    assert estimated.walked(_standing_push(estimated, 60.0, "forward", True))
+
+
 def _loop(rb, robot, recovery, samples=None):
     from walk_mpc.core.control.closed_loop import ClosedLoopParameters, ClosedLoopWalk
     from walk_mpc.core.control.stabilizer import StabilizerParameters

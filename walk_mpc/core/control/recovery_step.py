@@ -85,7 +85,10 @@ class RecoveryStepParameters:
             estimated, stabilizer off / on, bisection): single / double support 0.3 / 0.1 s caught 50.0 /
             46.9 N s forward and 40.6 / 40.6 backward, 0.35 / 0.15 s 34.4 / 40.6 and 40.6 / 40.6 (the first
             step lands about 0.1 s sooner: by the LIPM the DCM runs 0.1 + 0.106 exp(omega T) from the
-            stance sole after 60 N s, T the push to the touchdown).
+            stance sole after 60 N s, T the push to the touchdown). A 0.05 s sway with a 0.25 s swing (the
+            step limits' ``min_duration`` 0.35 s) caught 65.6 N s forward and 53.1 backward with the
+            stabilizer off (62.5 / 50.0 on, with its ``dcm_com_release_distance``; without it 40.6 / 46.9):
+            not the default (README, Balance).
         double_support_duration: Double support after each recovery touchdown [s] (a step lasts single +
             double support, at least the step limits' ``min_duration``: the single support is lengthened).
         catch_duration: Double support after the last step, before Stand [s].
