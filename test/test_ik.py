@@ -454,3 +454,33 @@ def test_the_pelvis_is_kept_upright_while_a_leg_reaches_a_sole_a_tread_below_and
     with_gain = IKSolver(talos).solve(flat, q0).q
     without = IKSolver(talos, IKSolver.Parameters(pelvis_gain=0.0)).solve(flat, q0).q
     assert with_gain.tobytes() == without.tobytes()
+
+
+def test_the_pelvis_level_preference_keeps_the_pelvis_upright_on_level_ground_and_is_off_by_default(talos):
+    """A recovery stride on level ground (the rear sole 0.25 m behind, the CoM over the middle, at its
+    reference height: the reach gate of ``pelvis_gain`` is closed), linearised at a configuration whose
+    pelvis is pitched back 8 degrees (a pushed robot): with ``pelvis_level_gain`` g the preferred (null
+    space) step turns the pelvis by g times its tilt toward upright, without it not at all; solved, every
+    target is met, and 0 (the default) gives the same solution bit for bit."""
+    q0 = talos.reference_configuration()
+    level = targets_from_configuration(talos, q0)
+    feet = {Foot.LEFT: talos.left_foot_frame, Foot.RIGHT: talos.right_foot_frame}
+    positions = {foot: np.array(level.foot_positions[frame]) for foot, frame in feet.items()}
+    rotations = {foot: np.array(level.foot_rotations[frame]) for foot, frame in feet.items()}
+    positions[Foot.LEFT] += (-0.25, 0.0, 0.0)
+    stride = IKTargets(com_position=np.array(level.com_position) + (-0.125, 0.0, 0.0),
+                       foot_positions=positions, foot_rotations=rotations,
+                       torso_orientation=level.torso_orientation)
+    assert IKSolver.Parameters().pelvis_level_gain == 0.0
+    pitched = q0.copy()
+    pitched[3:7] = pin.Quaternion(pin.utils.rpyToMatrix(0.0, np.radians(-8.0), 0.0)).coeffs()
+    for gain in (0.0, 0.5, 1.0):
+        solver = IKSolver(talos, IKSolver.Parameters(pelvis_level_gain=gain))
+        turn = solver.build_ik(stride, pitched).preferred_step[3:6]
+        np.testing.assert_allclose(turn, (0.0, gain * np.radians(8.0), 0.0), atol=1e-9)
+        assert solver.solve(stride, pitched).success
+    default = IKSolver(talos).solve(stride, pitched).q
+    off = IKSolver(talos, IKSolver.Parameters(pelvis_level_gain=0.0)).solve(stride, pitched).q
+    assert default.tobytes() == off.tobytes()
+    with pytest.raises(ParameterError, match="pelvis_level_gain"):
+        IKSolver.Parameters(pelvis_level_gain=1.5)

@@ -372,6 +372,9 @@ class IKSolver:
                 offsets (the stabilizer's, at most 2.5 cm) of its reference height: no change, bit for bit.
             pelvis_reach_start: See ``pelvis_gain`` [m] (above the stabilizer's 2.5 cm sole height offsets).
             pelvis_reach_full: See ``pelvis_gain`` [m].
+            pelvis_level_gain: Fraction of the pelvis (base) tilt corrected per step towards upright (its yaw
+                kept), in the task null space [-], on every solve (not gated on reach; where ``pelvis_gain``
+                acts the larger of the two). 0: off (the default; the commands bit for bit those without it).
             max_step: Largest change of any velocity coordinate per step [rad or m].
             reuse_jacobian: After a full step that cut the residual tenfold, take the next step
                 with the same Jacobian and Cholesky factor (chord step, no posture term), and
@@ -395,6 +398,7 @@ class IKSolver:
         pelvis_gain: float = 1.0
         pelvis_reach_start: float = 0.035
         pelvis_reach_full: float = 0.05
+        pelvis_level_gain: float = 0.0
         max_step: float = 0.3
         reuse_jacobian: bool = True
         acceptance_factor: float = 100.0
@@ -410,6 +414,7 @@ class IKSolver:
             check_positive("torso_weight", self.torso_weight)
             check_range("posture_gain", self.posture_gain, 0.0, 1.0)
             check_range("pelvis_gain", self.pelvis_gain, 0.0, 1.0)
+            check_range("pelvis_level_gain", self.pelvis_level_gain, 0.0, 1.0)
             check_nonnegative("pelvis_reach_start", self.pelvis_reach_start)
             if not self.pelvis_reach_full > self.pelvis_reach_start:
                 raise ParameterError("pelvis_reach_full", self.pelvis_reach_full,
@@ -728,7 +733,7 @@ class IKSolver:
         dq_p = pin.difference(self.model, q, posture)
         dq_p *= self.params.posture_gain
         dq_p[:6] = 0.0
-        gain = self._pelvis_weight * self.params.pelvis_gain
+        gain = max(self._pelvis_weight * self.params.pelvis_gain, self.params.pelvis_level_gain)
         if gain:  # a leg reaching down (stairs): the pelvis kept upright (Parameters.pelvis_gain)
             rotation = pin.Quaternion(q[3:7]).toRotationMatrix()
             upright = rotation_z(math.atan2(rotation[1, 0], rotation[0, 0]))
