@@ -45,6 +45,9 @@ stance's ZMP reference moved toward the other foot: less lateral sway).
 ``--limits NAME=VALUE,...``: the :class:`~walk_mpc.core.walk.saturation.StepLimits` of step adjustment and the
 recovery steps (e.g. ``min_duration=0.4``: recovery steps shorter than the walk behavior's 0.5 s).
 
+``--ik NAME=VALUE,...``: every run's :class:`~walk_mpc.core.body.ik.IKSolver.Parameters` with these (e.g.
+``pelvis_level_gain=1``: the pelvis kept upright on every solve).
+
 ``--stabilizer NAME=VALUE,...``: the runs with the stabilizer on with these
 :class:`~walk_mpc.core.control.stabilizer.StabilizerParameters` (e.g. ``com_offset_limit=0.08``).
 
@@ -72,6 +75,7 @@ from typing import Optional
 
 import numpy as np
 
+from walk_mpc.core.body.ik import IKSolver
 from walk_mpc.core.body.robot import RobotModel, yaw_of
 from walk_mpc.core.control.closed_loop import (
     ClosedLoopParameters,
@@ -131,6 +135,7 @@ RECOVERY: dict = {}  # recovery step parameters of the runs with it (besides ena
 PLANNER: dict = {}  # planner parameters of every run, over the loop's defaults (--zmp-inward-offset)
 STABILIZER: dict = {}  # stabilizer parameters of the runs with it on (besides enabled; --stabilizer)
 LIMITS: dict = {}  # step limits of step adjustment and recovery steps (--limits; default: the behavior's)
+IK: dict = {}  # IK solver parameters of every run, over the defaults (--ik)
 
 
 def run_walk(robot: RobotModel, stabilizer: bool, gait: Gait = Gait(), terrain: Optional[Terrain] = None,
@@ -165,7 +170,8 @@ def run_walk(robot: RobotModel, stabilizer: bool, gait: Gait = Gait(), terrain: 
     loop = ClosedLoopWalk(robot, sim, timeline, planner_params=planner,
                           params=ClosedLoopParameters(settle_time=settle), stage_options=options,
                           step_adjustment=adjustment, recovery_step=recovery,
-                          step_limits=StepLimits(**LIMITS) if LIMITS else None)
+                          step_limits=StepLimits(**LIMITS) if LIMITS else None,
+                          ik_params=IKSolver.Parameters(**IK) if IK else None)
     until = duration if duration is not None else timeline.t_end + settle
     start = time.perf_counter()
     pushing = False
@@ -410,6 +416,7 @@ def main(argv=None) -> None:
                         help="stabilizer parameters NAME=VALUE,... of the runs with it on")
     parser.add_argument("--limits", default="",
                         help="step limits NAME=VALUE,... of step adjustment and recovery steps")
+    parser.add_argument("--ik", default="", help="IK solver parameters NAME=VALUE,... of every run")
     args = parser.parse_args(argv)
     global ESTIMATED
     ESTIMATED = args.estimated
@@ -421,6 +428,7 @@ def main(argv=None) -> None:
     RECOVERY.update(_overrides(args.recovery, integers=("steps",)))
     STABILIZER.update(_overrides(args.stabilizer))
     LIMITS.update(_overrides(args.limits))
+    IK.update(_overrides(args.ik))
     robot = RobotModel()
     sections = args.sections.split(",")
     rows = []

@@ -38,8 +38,12 @@ def test_parameters_are_checked_and_off_by_default():
     p = RecoveryStepParameters()
     assert not p.enabled
     assert p.steps == 2 and p.trigger_distance < p.lateral_trigger_distance
+    assert p.max_backward == 0.0
+    assert RecoveryStepParameters(steps=4).steps == 4
     with pytest.raises(ParameterError, match="steps"):
-        RecoveryStepParameters(steps=3)
+        RecoveryStepParameters(steps=5)
+    with pytest.raises(ParameterError, match="max_backward"):
+        RecoveryStepParameters(max_backward=-0.1)
     with pytest.raises(ParameterError, match="sway_duration"):
         RecoveryStepParameters(sway_duration=0.0)
     with pytest.raises(ParameterError, match="trigger_distance"):
@@ -88,6 +92,29 @@ def test_capture_steps_go_toward_the_dcm_within_the_step_limits():
     assert first.position[1] <= RIGHT.position[1] + 1e-9
     one = RecoveryStepper(_Robot(), RecoveryStepParameters(enabled=True, steps=1), limits)
     assert len(one.capture_steps(np.array([0.12, 0.0]), omega, LEFT, RIGHT)) == 1
+
+
+def test_more_steps_take_the_feet_in_turn_and_max_backward_lengthens_only_the_recovery_steps_back():
+    """``steps`` 3: the feet in turn, each toward the DCM predicted at its touchdown (far behind: every step
+    saturated at the backward limit from the one before); ``max_backward`` 0.25 m: the recovery's steps (and
+    the limits it commits them with) go 0.25 m back instead of the walk's 0.2, the walk's limits unchanged."""
+    limits = StepLimits()
+    omega = 3.36
+    three = RecoveryStepper(_Robot(), RecoveryStepParameters(enabled=True, steps=3), limits)
+    steps = three.capture_steps(np.array([-0.4, -0.02]), omega, LEFT, RIGHT)
+    assert [(s.step_index, s.foot) for s in steps] == [(1, Foot.RIGHT), (2, Foot.LEFT), (3, Foot.RIGHT)]
+    assert [s.position[0] for s in steps] == pytest.approx([-0.2, -0.4, -0.6])
+    assert three.walk_limits() is limits
+    longer = RecoveryStepper(_Robot(), RecoveryStepParameters(enabled=True, steps=3, max_backward=0.25),
+                             limits)
+    steps = longer.capture_steps(np.array([-0.4, -0.02]), omega, LEFT, RIGHT)
+    assert [s.position[0] for s in steps] == pytest.approx([-0.25, -0.5, -0.75])
+    assert longer.walk_limits() == dataclasses.replace(limits, max_backward=0.25)
+    assert longer.limits.max_backward == 0.2
+    # Caught by the first step (the DCM on its sole at touchdown): the other feet come beside it.
+    steps = longer.capture_steps(np.array([-0.12, -0.02]), omega, LEFT, RIGHT)
+    assert -0.25 < steps[0].position[0] < -0.15
+    assert [s.position[0] for s in steps[1:]] == pytest.approx([steps[0].position[0]] * 2)
 
 
 def test_recovery_steps_are_quick_within_the_default_step_limits():
@@ -160,14 +187,14 @@ def test_a_sideways_dcm_gets_a_crossover_step_of_the_other_foot_only_when_enable
 
 
 # ---------------------------------------------------------------------------------------------------- MuJoCo
-def _standing_push(rb, impulse: float, direction: str, recover: bool):
+def _standing_push(rb, impulse: float, direction: str, recover: bool, stabilizer: bool = True):
     from walk_mpc.core.body.robot import RobotModel
 
     robot = RobotModel()
     gait = rb.Gait(steps=0)
     t0, unit = rb.push_directions(robot, gait, False)[direction]
     force = impulse / rb.PUSH_DURATION * np.array([unit[0], unit[1], 0.0])
-    return rb.run_walk(robot, True, gait, push=(t0, force), duration=t0 + 2.0, recover=recover)
+    return rb.run_walk(robot, stabilizer, gait, push=(t0, force), duration=t0 + 2.0, recover=recover)
 
 
 @pytest.mark.parametrize("direction", ["forward", "backward"])
@@ -235,6 +262,21 @@ def test_a_60_n_s_forward_push_is_survived_with_quicker_recovery_steps(estimated
     assert estimated.walked(_standing_push(estimated, 60.0, "forward", True))
 
 
+def test_a_60_n_s_backward_push_is_survived_with_three_longer_steps_back_and_the_pelvis_upright(estimated,
+                                                                                                monkeypatch):
+    """State estimated, stabilizer off, the quick recovery steps with the crossover (0.05 s sway, 0.25 s
+    swing): 60 N s backward on the standing pelvis falls (two 0.2 m steps back leave the DCM behind the rear
+    heel; the bisection stops at 53.1 N s); with three steps, 0.25 m back (``max_backward``) and the pelvis
+    kept upright by the IK (``pelvis_level_gain`` 1) Talos stands."""
+    quick = {"crossover": True, "sway_duration": 0.05, "single_support_duration": 0.25}
+    monkeypatch.setattr(estimated, "RECOVERY", quick)
+    monkeypatch.setattr(estimated, "LIMITS", {"min_duration": 0.35})
+    assert not estimated.walked(_standing_push(estimated, 60.0, "backward", True, stabilizer=False))
+    monkeypatch.setattr(estimated, "RECOVERY", dict(quick, steps=3, max_backward=0.25))
+    monkeypatch.setattr(estimated, "IK", {"pelvis_level_gain": 1.0})
+    assert estimated.walked(_standing_push(estimated, 60.0, "backward", True, stabilizer=False))
+
+
 def _loop(rb, robot, recovery, samples=None):
     from walk_mpc.core.control.closed_loop import ClosedLoopParameters, ClosedLoopWalk
     from walk_mpc.core.control.stabilizer import StabilizerParameters
@@ -277,17 +319,20 @@ def test_enabled_without_disturbance_changes_nothing_bit_for_bit(estimated):
         assert a.stamp_ns == b.stamp_ns and np.array_equal(a.positions, b.positions)
 
 
-@pytest.mark.parametrize("direction, force, crossover", [("forward", 380.0, False), ("left", 500.0, True)])
+@pytest.mark.parametrize("direction, force, crossover, options", [
+    ("forward", 380.0, False, {}), ("left", 500.0, True, {}),
+    ("backward", 450.0, False, {"steps": 3, "max_backward": 0.25})])
 def test_the_walk_supervisor_takes_the_recovery_steps_the_in_process_loop_takes(estimated, direction, force,
-                                                                                 crossover):
+                                                                                 crossover, options):
     """The same samples (a pushed standing robot in process, replayed) give the WalkSupervisor (the
     walk_behavior node's core) the same recovery walk as the loop's plans: one decision, shared; goals are
     refused while it walks, and it ends in Stand. Sideways with ``crossover``: the same crossover step (the
-    behavior commits it within the stepper's walk limits)."""
+    behavior commits it within the stepper's walk limits). Backward with three steps and ``max_backward``
+    0.25 m: the same three steps (committed within the recovery's own backward limit)."""
     from walk_mpc.core.body.robot import RobotModel
 
     robot = RobotModel()
-    recovery = RecoveryStepParameters(enabled=True, crossover=crossover)
+    recovery = RecoveryStepParameters(enabled=True, crossover=crossover, **options)
     samples: list = []
     sim, loop, timeline = _loop(estimated, robot, recovery, samples)
     t0, unit = estimated.push_directions(robot, estimated.Gait(steps=0), False)[direction]
@@ -325,6 +370,8 @@ def test_the_walk_supervisor_takes_the_recovery_steps_the_in_process_loop_takes(
     assert plans[-1].timeline.timing == loop.plans[-1].timeline.timing
     if crossover:  # the right foot across the left one
         assert [s.foot for s in ours] == [Foot.RIGHT] and ours[0].position[1] > first.left.position[1]
+    if options:  # three steps, the first beyond the walk's 0.2 m back
+        assert len(ours) == 3 and ours[0].position[0] < first.left.position[0] - 0.2
     # One walk (one stamp) at the decision's sample: the ik re-plans the moved swing within it.
     assert len({plan.stamp_ns for plan in plans}) == 1
     assert math.isclose(plans[0].stamp_ns, loop.plans[1].stamp_ns, abs_tol=round(sim.hardware_period * 1e9))
