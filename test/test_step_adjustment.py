@@ -109,6 +109,16 @@ def test_a_backward_push_that_fell_is_survived_with_step_adjustment(estimated, i
     assert estimated.walked(_push_walk(estimated, impulse, True))
 
 
+def test_a_40_n_s_backward_push_is_survived_with_step_adjustment_and_the_pelvis_kept_upright(estimated,
+                                                                                             monkeypatch):
+    """State estimated, stabilizer on, step adjustment: 40 N s backward in step 3's single support falls (on a
+    grid step adjustment walks up to 37.5 N s); with the IK keeping the pelvis upright on every solve
+    (``pelvis_level_gain`` 1) it walks (up to 40)."""
+    assert not estimated.walked(_push_walk(estimated, 40.0, True))
+    monkeypatch.setattr(estimated, "IK", {"pelvis_level_gain": 1.0})
+    assert estimated.walked(_push_walk(estimated, 40.0, True))
+
+
 def test_defaults_move_steps_only_backward_and_again_as_the_dcm_settles():
     p = StepAdjustmentParameters()
     assert (p.max_forward_shift, p.max_widening_shift, p.max_narrowing_shift) == (0.0, 0.0, 0.0)
