@@ -1,0 +1,217 @@
+"""Restart one node many times and count the restarts whose link never comes back (issue 17).
+
+The graph runs as processes (:class:`walk_mpc.tools.launch_graph.GraphProcesses`, Talos on the kinematic sim),
+standing, with the drill's probe of ``benchmarks/restart.py``. ``--restarts`` times, ``--node`` is SIGKILLed,
+started again ``--delay`` seconds later, and the drill waits up to ``--timeout`` seconds for the loop to run
+again (restart.py's ``loop``: the ik ticking on the planner's references; walk_behavior: its status and
+the ik ticking; wheel_contact: its output). A restart that times out is "dead": the drill prints what each
+process has of the domain's Fast DDS shared-memory files (``--diagnose``: the port segments each process maps,
+deleted ones too, the lock files it holds, its UDP ports), and the restart after it goes on as usual.
+
+Printed: one line per restart, then the number of dead links of ``--restarts``.
+
+    bash -c 'source tools/env.sh && source install/setup.bash && \
+        ROS_DOMAIN_ID=61 python -P benchmarks/restart_stress.py --node mpc_planner --restarts 50'
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import random
+import re
+import signal
+import struct
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Dict, List
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from restart import LEGGED, Probe  # noqa: E402
+
+from walk_mpc.graph import dds_environment  # noqa: E402
+from walk_mpc.tools.launch_graph import GraphProcesses  # noqa: E402
+
+LOOP = {"walk_behavior": ("walk_behavior", "ticks"), "wheel_contact": ("wheel_contact",)}
+
+
+#: Fast DDS 3.x shared-memory port segment layout (measured on 3.2 here; ``SharedMemGlobal::PortNode``):
+#: the node's offset in the segment, and the offset of its ``domain_name`` (after 1024 listener statuses).
+_NODE, _DOMAIN_NAME, _LISTENER_SIZE = 256, 41368, 20
+
+
+_MAPPING = re.compile(r"([0-9a-f]+-[0-9a-f]+) \S+ \S+ \S+ (\d+)\s+/dev/shm/fastdds_port(\d+)( \(deleted\))?$")
+
+
+def port_mappings(pid: int):
+    """(port, inode, deleted, map_files name) of each Fast DDS shared-memory port segment ``pid`` maps."""
+    seen = set()
+    for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
+        match = _MAPPING.match(line)
+        if match and (match.group(3), match.group(2)) not in seen:
+            seen.add((match.group(3), match.group(2)))
+            yield int(match.group(3)), int(match.group(2)), bool(match.group(4)), match.group(1)
+
+
+def port_state(pid: int, area: str) -> dict:
+    """The state of a port segment as process ``pid`` maps it (``area``: its /proc/<pid>/map_files name):
+    ``ok`` (is_port_ok), ``ref`` (ref_counter), ``free`` (free cells of the ring buffer), and per listener
+    slot in use ``W`` (waiting for data), ``P`` (processing a message) or ``-`` (neither)."""
+    with open(f"/proc/{pid}/map_files/{area}", "rb") as segment:
+        data = segment.read()
+    ref = struct.unpack_from("<I", data, _NODE + 8)[0]
+    buffer_node = struct.unpack_from("<I", data, _NODE + 16)[0]
+    bits = data[_NODE + 44]
+    free_cells = struct.unpack_from("<I", data, buffer_node + 4)[0]
+    base = _DOMAIN_NAME - 1024 * _LISTENER_SIZE
+    listeners = ""
+    for k in range(1024):
+        flags = data[base + k * _LISTENER_SIZE]
+        if flags & 1:
+            listeners += "W" if flags & 2 else "P" if flags & 4 else "-"
+    return {"ok": bits & 1, "ref": ref, "free": free_cells, "listeners": listeners}
+
+
+def own_ports(pid: int) -> List[int]:
+    """The shared-memory ports process ``pid`` listens on (the ``_el`` lock files it holds open)."""
+    ports = []
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            match = re.match(r"/dev/shm/fastdds_port(\d+)_el$", os.readlink(fd))
+        except OSError:
+            continue
+        if match:
+            ports.append(int(match.group(1)))
+    return sorted(ports)
+
+
+def listener_states(pid: int) -> Dict[int, str]:
+    """Port -> its listeners' states (:func:`port_state`), for the ports process ``pid`` listens on."""
+    mine = own_ports(pid)
+    return {port: port_state(pid, area)["listeners"] for port, _, deleted, area in port_mappings(pid)
+            if port in mine and not deleted}
+
+
+def diagnose(processes: GraphProcesses, node: str) -> None:
+    """Print, for the ports the restarted ``node`` listens on, each process' mapping of them: the segment's
+    inode (deleted: unlinked since), and its state (:func:`port_state`)."""
+    pid = processes.processes[node].pid
+    mine = own_ports(pid)
+    print(f"  {node} (pid {pid}) listens on shared-memory ports {mine}")
+    for name, proc in [*processes.processes.items(), ("probe", None)]:
+        if proc is not None and proc.poll() is not None:
+            continue
+        other = proc.pid if proc else os.getpid()
+        try:
+            rows = [f"{port}: inode {inode}{' (deleted)' if deleted else ''} {port_state(other, area)}"
+                    for port, inode, deleted, area in port_mappings(other) if port in mine]
+        except OSError as exc:
+            rows = [str(exc)]
+        print(f"    {name:13s} {'; '.join(rows)}", flush=True)
+
+
+#: ``python -c`` of a node with Fast DDS's warnings on (``-m module args`` -> ``-c this module args``).
+_WITH_DDS_WARNINGS = ("import ctypes, runpy, sys; "
+                      "ctypes.CDLL('librmw_fastrtps_cpp.so').rmw_set_log_severity(20); "
+                      "module = sys.argv.pop(1); "
+                      "runpy.run_module(module, run_name='__main__', alter_sys=True)")
+
+
+def kill_in_gap(proc, attempts: int = 5000) -> str:
+    """SIGKILL ``proc`` at a moment when one of its shared-memory listeners is neither waiting for data nor
+    processing a message (SIGSTOP, read the states, SIGCONT and retry a few ms later); returns the states
+    it was killed in ("" if no such moment within ``attempts``: killed anyway)."""
+    for _ in range(attempts):
+        proc.send_signal(signal.SIGSTOP)
+        try:
+            states = listener_states(proc.pid)
+        except OSError:
+            states = {}
+        if any("-" in s for s in states.values()):
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            return str(states)
+        proc.send_signal(signal.SIGCONT)
+        time.sleep(random.uniform(0.001, 0.01))
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    return ""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--node", default="mpc_planner", choices=[*LEGGED, "wheel_contact"])
+    parser.add_argument("--restarts", type=int, default=50)
+    parser.add_argument("--delay", type=float, default=1.0, help="seconds from the kill to the restart")
+    parser.add_argument("--timeout", type=float, default=10.0, help="seconds without the loop: a dead link")
+    parser.add_argument("--kill-in-gap", action="store_true",
+                        help="kill the node only while a shared-memory listener of it is between messages")
+    parser.add_argument("--hold", type=float, default=0.0,
+                        help="on the first dead link, keep the graph running so many seconds (to inspect it)")
+    parser.add_argument("--dds-warnings", action="store_true",
+                        help="the nodes log Fast DDS's warnings (rmw_set_log_severity) in their log files")
+    parser.add_argument("--log-dir", default="", help="keep the node logs there (default: a temporary dir)")
+    args = parser.parse_args()
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    os.environ.update(dds_environment())
+    robot = "upkie" if args.node == "wheel_contact" else "talos"
+    dead = []
+    loops: List[float] = []
+    with tempfile.TemporaryDirectory() as temporary:
+        processes = GraphProcesses(robot, "kinematic", log_dir=Path(args.log_dir or temporary) / robot)
+        if args.dds_warnings:
+            command = processes.command
+            processes.command = lambda name: [*command(name)[:2], "-c", _WITH_DDS_WARNINGS,
+                                              *command(name)[3:]]
+        processes.start()
+        probe = Probe()
+        try:
+            warm = ("wheel_contact",) if robot == "upkie" else ("ticks", "walk_behavior")
+            if math.isnan(probe.wait_more({k: 0 for k in probe.counts}, warm, 120.0)):
+                raise SystemExit(f"the graph did not start: exited {processes.failed()}")
+            print(f"ROS_DOMAIN_ID {os.environ.get('ROS_DOMAIN_ID', '0')}, load {os.getloadavg()[0]:.1f}",
+                  flush=True)
+            diagnose(processes, args.node)
+            for i in range(args.restarts):
+                killed_in = ""
+                if args.kill_in_gap:
+                    killed_in = kill_in_gap(processes.processes[args.node])
+                processes.stop_node(args.node, signal.SIGKILL)
+                time.sleep(args.delay)
+                before = probe.snapshot()
+                proc = processes.start_node(args.node)
+                loop = probe.wait_more(before, LOOP.get(args.node, ("ticks",)), args.timeout)
+                heard = probe.snapshot()[args.node] > before[args.node]
+                print(f"{i + 1:3d} {args.node} pid {proc.pid}: loop "
+                      f"{'DEAD' if math.isnan(loop) else f'{loop:.2f} s'}"
+                      f"{'' if heard else ' (probe heard nothing of it)'}  load {os.getloadavg()[0]:.1f}"
+                      f"{'  killed in ' + killed_in if killed_in else ''}", flush=True)
+                if math.isnan(loop):
+                    dead.append(i + 1)
+                    diagnose(processes, args.node)
+                    if args.hold > 0 and len(dead) == 1:
+                        print(f"  holding {args.hold:.0f} s: pids "
+                              f"{[(n, p.pid) for n, p in processes.processes.items()]}", flush=True)
+                        time.sleep(args.hold)
+                        later = probe.wait_more(before, LOOP.get(args.node, ("ticks",)), 0.1)
+                        print(f"  after holding: loop {'back' if not math.isnan(later) else 'still dead'}",
+                              flush=True)
+                else:
+                    loops.append(loop)
+                    time.sleep(0.5)
+        finally:
+            probe.close()
+            processes.stop()
+    loops.sort()
+    median = loops[len(loops) // 2] if loops else float("nan")
+    print(f"\n{args.node}: {len(dead)} dead links of {args.restarts} restarts {dead}; loop back median "
+          f"{median:.2f} s, max {max(loops, default=float('nan')):.2f} s; load {os.getloadavg()[0]:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
