@@ -1,17 +1,17 @@
-"""Restart one node many times and count the restarts whose link never comes back (issue 17).
+"""Restart nodes many times and count the restarts whose link never comes back (issue 17).
 
 The graph runs as processes (:class:`walk_mpc.tools.launch_graph.GraphProcesses`, Talos on the kinematic sim),
-standing, with the drill's probe of ``benchmarks/restart.py``. ``--restarts`` times, ``--node`` is SIGKILLed,
-started again ``--delay`` seconds later, and the drill waits up to ``--timeout`` seconds for the loop to run
-again (restart.py's ``loop``: the ik ticking on the planner's references; walk_behavior: its status and
-the ik ticking; wheel_contact: its output). A restart that times out is "dead": the drill prints what each
-process has of the domain's Fast DDS shared-memory files (``--diagnose``: the port segments each process maps,
-deleted ones too, the lock files it holds, its UDP ports), and the restart after it goes on as usual.
+standing, with the drill's probe of ``benchmarks/restart.py``. ``--restarts`` times, a node of ``--nodes`` (in
+turn) is SIGKILLed, started again ``--delay`` seconds later, and the drill waits up to ``--timeout`` seconds
+for the loop to run again (restart.py's ``loop``: the ik ticking on the planner's references; walk_behavior:
+its status and the ik ticking; wheel_contact: its output). A restart that times out is "dead": the drill
+prints each process' view of the restarted node's Fast DDS shared-memory ports (the segment's inode, unlinked
+or not, its flags and listeners: :func:`port_state`), and goes on.
 
 Printed: one line per restart, then the number of dead links of ``--restarts``.
 
     bash -c 'source tools/env.sh && source install/setup.bash && \
-        ROS_DOMAIN_ID=61 python -P benchmarks/restart_stress.py --node mpc_planner --restarts 50'
+        ROS_DOMAIN_ID=61 python -P benchmarks/restart_stress.py --nodes mpc_planner --restarts 50'
 """
 
 from __future__ import annotations
@@ -121,22 +121,44 @@ _WITH_DDS_WARNINGS = ("import ctypes, runpy, sys; "
                       "runpy.run_module(module, run_name='__main__', alter_sys=True)")
 
 
-def kill_in_gap(proc, attempts: int = 5000) -> str:
-    """SIGKILL ``proc`` at a moment when one of its shared-memory listeners is neither waiting for data nor
-    processing a message (SIGSTOP, read the states, SIGCONT and retry a few ms later); returns the states
-    it was killed in ("" if no such moment within ``attempts``: killed anyway)."""
+def kill_planted(proc, state: str) -> str:
+    """SIGKILL ``proc`` as if it died with its shared-memory listeners in ``state``: SIGSTOP it, mark its
+    listeners (the slots in use of the ports it listens on) processing ("P") or between messages ("-":
+    neither waiting nor processing), as such a death leaves them, then SIGKILL. Returns the ports marked."""
+    proc.send_signal(signal.SIGSTOP)
+    ports = own_ports(proc.pid)
+    base = _DOMAIN_NAME - 1024 * _LISTENER_SIZE
+    for port in ports:
+        with open(f"/dev/shm/fastdds_port{port}", "r+b") as segment:
+            data = bytearray(segment.read())
+            for k in range(1024):
+                offset = base + k * _LISTENER_SIZE
+                if data[offset] & 1:
+                    segment.seek(offset)
+                    flags = (data[offset] | 4) if state == "P" else (data[offset] & ~4)
+                    segment.write(bytes([flags & ~2 & 0xFF]))
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    return f"planted {state!r} on ports {ports}"
+
+
+def kill_while(proc, state: str, attempts: int = 20000) -> str:
+    """SIGKILL ``proc`` at a moment when one of its shared-memory listeners is in ``state``
+    (:func:`port_state`: "P" processing a message, "-" between messages): SIGSTOP, read the states, SIGCONT
+    and retry a few ms later. Returns the states it was killed in ("" if no such moment within ``attempts``:
+    killed anyway)."""
     for _ in range(attempts):
         proc.send_signal(signal.SIGSTOP)
         try:
             states = listener_states(proc.pid)
         except OSError:
             states = {}
-        if any("-" in s for s in states.values()):
+        if any(state in s for s in states.values()):
             proc.send_signal(signal.SIGKILL)
             proc.wait()
             return str(states)
         proc.send_signal(signal.SIGCONT)
-        time.sleep(random.uniform(0.001, 0.01))
+        time.sleep(random.uniform(0.0005, 0.005))
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     return ""
@@ -144,12 +166,16 @@ def kill_in_gap(proc, attempts: int = 5000) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--node", default="mpc_planner", choices=[*LEGGED, "wheel_contact"])
+    parser.add_argument("--nodes", nargs="+", default=["mpc_planner"], choices=[*LEGGED, "wheel_contact"],
+                        help="the node(s) to restart, in turn (wheel_contact: upkie's graph, alone)")
     parser.add_argument("--restarts", type=int, default=50)
     parser.add_argument("--delay", type=float, default=1.0, help="seconds from the kill to the restart")
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds without the loop: a dead link")
-    parser.add_argument("--kill-in-gap", action="store_true",
-                        help="kill the node only while a shared-memory listener of it is between messages")
+    parser.add_argument("--kill-while", default="any",
+                        choices=["any", "processing", "between", "planted-processing", "planted-between"],
+                        help="kill the node at any moment, or only while a shared-memory listener of it is "
+                             "processing a message, or between messages, or mark its listeners so (planted) "
+                             "before the kill")
     parser.add_argument("--hold", type=float, default=0.0,
                         help="on the first dead link, keep the graph running so many seconds (to inspect it)")
     parser.add_argument("--dds-warnings", action="store_true",
@@ -158,7 +184,9 @@ def main() -> int:
     args = parser.parse_args()
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     os.environ.update(dds_environment())
-    robot = "upkie" if args.node == "wheel_contact" else "talos"
+    robot = "upkie" if "wheel_contact" in args.nodes else "talos"
+    if robot == "upkie" and len(args.nodes) > 1:
+        parser.error("wheel_contact runs in upkie's graph: restart it alone")
     dead = []
     loops: List[float] = []
     with tempfile.TemporaryDirectory() as temporary:
@@ -175,29 +203,34 @@ def main() -> int:
                 raise SystemExit(f"the graph did not start: exited {processes.failed()}")
             print(f"ROS_DOMAIN_ID {os.environ.get('ROS_DOMAIN_ID', '0')}, load {os.getloadavg()[0]:.1f}",
                   flush=True)
-            diagnose(processes, args.node)
+            diagnose(processes, args.nodes[0])
             for i in range(args.restarts):
+                node = args.nodes[i % len(args.nodes)]
                 killed_in = ""
-                if args.kill_in_gap:
-                    killed_in = kill_in_gap(processes.processes[args.node])
-                processes.stop_node(args.node, signal.SIGKILL)
+                if args.kill_while.startswith("planted"):
+                    state = "P" if args.kill_while.endswith("processing") else "-"
+                    killed_in = kill_planted(processes.processes[node], state)
+                elif args.kill_while != "any":
+                    state = "P" if args.kill_while == "processing" else "-"
+                    killed_in = kill_while(processes.processes[node], state)
+                processes.stop_node(node, signal.SIGKILL)
                 time.sleep(args.delay)
                 before = probe.snapshot()
-                proc = processes.start_node(args.node)
-                loop = probe.wait_more(before, LOOP.get(args.node, ("ticks",)), args.timeout)
-                heard = probe.snapshot()[args.node] > before[args.node]
-                print(f"{i + 1:3d} {args.node} pid {proc.pid}: loop "
+                proc = processes.start_node(node)
+                loop = probe.wait_more(before, LOOP.get(node, ("ticks",)), args.timeout)
+                heard = probe.snapshot()[node] > before[node]
+                print(f"{i + 1:3d} {node} pid {proc.pid}: loop "
                       f"{'DEAD' if math.isnan(loop) else f'{loop:.2f} s'}"
                       f"{'' if heard else ' (probe heard nothing of it)'}  load {os.getloadavg()[0]:.1f}"
                       f"{'  killed in ' + killed_in if killed_in else ''}", flush=True)
                 if math.isnan(loop):
                     dead.append(i + 1)
-                    diagnose(processes, args.node)
+                    diagnose(processes, node)
                     if args.hold > 0 and len(dead) == 1:
                         print(f"  holding {args.hold:.0f} s: pids "
                               f"{[(n, p.pid) for n, p in processes.processes.items()]}", flush=True)
                         time.sleep(args.hold)
-                        later = probe.wait_more(before, LOOP.get(args.node, ("ticks",)), 0.1)
+                        later = probe.wait_more(before, LOOP.get(node, ("ticks",)), 0.1)
                         print(f"  after holding: loop {'back' if not math.isnan(later) else 'still dead'}",
                               flush=True)
                 else:
@@ -208,8 +241,9 @@ def main() -> int:
             processes.stop()
     loops.sort()
     median = loops[len(loops) // 2] if loops else float("nan")
-    print(f"\n{args.node}: {len(dead)} dead links of {args.restarts} restarts {dead}; loop back median "
-          f"{median:.2f} s, max {max(loops, default=float('nan')):.2f} s; load {os.getloadavg()[0]:.1f}")
+    print(f"\n{' '.join(args.nodes)}: {len(dead)} dead links of {args.restarts} restarts {dead}; "
+          f"loop back median {median:.2f} s, max {max(loops, default=float('nan')):.2f} s; "
+          f"load {os.getloadavg()[0]:.1f}")
     return 0
 
 

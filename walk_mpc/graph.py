@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from walk_mpc.core.errors import ConfigError
 from walk_mpc.core.params import load_yaml
+from walk_mpc.fastdds_shm import FASTDDS_RMWS
 
 CONDITIONS = ("always", "sim", "wheels", "legs")
 #: Name of the process running a robot's control nodes (every node but the sim) with ``control_process``.
@@ -138,7 +139,7 @@ FASTDDS_PROFILE = "fastdds_localhost.xml"
 #: Environment variable: "0" (or "false", "off") keeps Fast DDS's own discovery settings.
 FASTDDS_PROFILE_ENV = "WALK_MPC_FASTDDS_PROFILE"
 
-_FASTDDS_RMWS = ("", "rmw_fastrtps_cpp", "rmw_fastrtps_dynamic_cpp")
+_FASTDDS_RMWS = FASTDDS_RMWS
 
 
 def dds_environment(environ: Optional[Dict[str, str]] = None) -> Dict[str, str]:

@@ -22,6 +22,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 
 from walk_mpc.core.errors import ParameterError, UnknownKeyError, WalkMpcError
 from walk_mpc.core.params import flatten, from_mapping, load_yaml, node_section, to_mapping, unflatten
+from walk_mpc.fastdds_shm import clean_zombies
 from walk_mpc.nodes._executor import FastDispatchExecutor, fast_dispatch_supported
 
 T = TypeVar("T")
@@ -420,9 +421,24 @@ def profiled(name: str):
         profile.dump_stats(str(Path(directory) / f"{name}-{os.getpid()}.prof"))
 
 
+def clean_dead_participants_files() -> None:
+    """Before this process' DDS participant exists: mark dead and remove the shared-memory ports and segments
+    that killed Fast DDS participants left (:func:`walk_mpc.fastdds_shm.clean_zombies`; nothing with another
+    RMW), so that the writers of a port this process may take again reopen it (issue 17: a restarted node
+    whose peers kept writing into its predecessor's port). Never raises: a node starts anyway."""
+    try:
+        cleaning = clean_zombies()
+    except Exception as exc:  # noqa: BLE001 (a housekeeping step must not stop a node)
+        print(f"[walk_mpc] Fast DDS shared-memory cleaning failed: {exc!r}", file=sys.stderr, flush=True)
+        return
+    if cleaning:
+        print(f"[walk_mpc] {cleaning.summary()}", file=sys.stderr, flush=True)
+
+
 def run_guarded(body: Callable[[], None], args: Optional[Sequence[str]] = None) -> int:
     """Init rclpy, run ``body`` (which spins), and shut down; exit code 2 on a configuration error."""
     faulthandler.enable()
+    clean_dead_participants_files()
     rclpy.init(args=args)
     code = 0
     try:
@@ -450,6 +466,7 @@ def run(
     process exits with code 2 instead of a traceback. SIGINT and external shutdown end the process cleanly.
     """
     faulthandler.enable()  # a fatal signal in native code (solver, DDS) prints the Python stacks to stderr
+    clean_dead_participants_files()
     rclpy.init(args=args)
     context = rclpy.get_default_context()
     node = None

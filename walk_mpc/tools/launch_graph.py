@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from walk_mpc.core.params import load_yaml
+from walk_mpc.fastdds_shm import clean_zombies
 from walk_mpc.graph import (
     CONTROL,
     check_namespace,
@@ -201,6 +202,8 @@ class GraphProcesses:
         """(Re)start process ``name`` (a node, or :data:`CONTROL`)."""
         if name in self.processes and self.processes[name].poll() is None:
             raise RuntimeError(f"node {name} is already running")
+        if name in self.processes:
+            self.clean_dead()
         if self.log_dir:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             log = open(self.log_dir / f"{name}.log", "a")
@@ -242,11 +245,26 @@ class GraphProcesses:
 
     def stop_node(self, name: str, sig: int = signal.SIGINT, timeout: float = 10.0) -> int:
         """Stop node ``name``: one ``sig``, then as ``ros2 launch`` escalates, SIGTERM after half of
-        ``timeout`` and SIGKILL after the other half; returns its exit code."""
+        ``timeout`` and SIGKILL after the other half; returns its exit code. A node killed (not stopped
+        cleanly) leaves Fast DDS shared-memory files: :meth:`clean_dead` at once."""
         proc = self.processes[name]
         if proc.poll() is None:
             proc.send_signal(sig)
-        return self._wait(name, proc, timeout)
+        code = self._wait(name, proc, timeout)
+        if code < 0 and code != -signal.SIGINT:
+            self.clean_dead()
+        return code
+
+    def clean_dead(self) -> None:
+        """Mark dead and remove the shared-memory ports and segments of dead Fast DDS participants
+        (:func:`walk_mpc.fastdds_shm.clean_zombies`, with the nodes' environment: nothing with another RMW).
+        A killed node's writers then reopen its ports by name before they could push into the dead ones for
+        ever (issue 17); done when a node is killed and before one is restarted."""
+        try:
+            clean_zombies(environ=self.environment)
+        except Exception as exc:  # noqa: BLE001 (housekeeping: the graph goes on)
+            print(f"launch_graph: Fast DDS shared-memory cleaning failed: {exc!r}", file=sys.stderr,
+                  flush=True)
 
     @staticmethod
     def _wait(name: str, proc: subprocess.Popen, timeout: float) -> int:
