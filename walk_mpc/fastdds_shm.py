@@ -33,7 +33,7 @@ import re
 import struct
 import time
 from pathlib import Path
-from typing import Mapping, Optional, Tuple
+from typing import Iterator, List, Mapping, Optional, Tuple
 
 #: The RMW implementations that use Fast DDS ("" is ROS 2's default, rmw_fastrtps_cpp).
 FASTDDS_RMWS = ("", "rmw_fastrtps_cpp", "rmw_fastrtps_dynamic_cpp")
@@ -55,6 +55,10 @@ _NODE = 256
 _PORT_ID, _HEALTHY_TIMEOUT, _WAIT_TIMEOUT, _FLAGS = 20, 28, 32, 44
 _DOMAIN_NAME = 41368
 _NODE_NAME = b"port_node_abi5\x00"
+#: ``PortNode.listeners_status``: 1024 slots of 20 bytes before ``domain_name``; in the first byte of a slot,
+#: bit 0 ``is_in_use``, bit 1 ``is_waiting``, bit 2 ``is_processing``.
+_LISTENERS, _LISTENER_SIZE = _DOMAIN_NAME - 1024 * 20, 20
+_MAPPING = re.compile(r"([0-9a-f]+-[0-9a-f]+) \S+ \S+ \S+ (\d+)\s+/dev/shm/fastdds_port(\d+)( \(deleted\))?$")
 
 
 @dataclasses.dataclass
@@ -207,3 +211,87 @@ def clean_zombies(directory: Path = SHM_DIRECTORY, min_age: float = 1.0, now: Op
         finally:
             os.close(fd)
     return ZombieCleaning(tuple(ports), tuple(marked), segments, live)
+
+
+# Inspection (Linux /proc; the drills and tests read what a process maps, as a port's writers see it).
+
+@dataclasses.dataclass(frozen=True)
+class PortView:
+    """A Fast DDS 3 port segment as one process maps it.
+
+    Attributes:
+        port: Port number.
+        inode: The segment's inode (a port reopened under its name gets another one).
+        unlinked: The segment's name was removed since (the process maps a segment nobody can open).
+        ok: ``is_port_ok``: writers push into it (False: their next push reopens the port by name).
+        free_cells: Free cells of its ring buffer (0: every push is dropped).
+        listeners: Per listener slot in use: "W" waiting for data, "P" processing a message, "-" neither.
+    """
+
+    port: int
+    inode: int
+    unlinked: bool
+    ok: bool
+    free_cells: int
+    listeners: str
+
+
+def listener_states(data: bytes) -> str:
+    """The listener slots in use of a port segment's bytes: "W", "P" or "-" each (see :class:`PortView`)."""
+    states = ""
+    for k in range(1024):
+        flags = data[_LISTENERS + k * _LISTENER_SIZE]
+        if flags & 1:
+            states += "W" if flags & 2 else "P" if flags & 4 else "-"
+    return states
+
+
+def mapped_ports(pid: int) -> Iterator[PortView]:
+    """The Fast DDS port segments process ``pid`` maps (root or the same user: /proc/<pid>/map_files); one
+    it unmaps meanwhile is left out."""
+    seen = set()
+    for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
+        match = _MAPPING.match(line)
+        if not match or (match.group(3), match.group(2)) in seen:
+            continue
+        seen.add((match.group(3), match.group(2)))
+        try:
+            with open(f"/proc/{pid}/map_files/{match.group(1)}", "rb") as segment:
+                data = segment.read(_DOMAIN_NAME + 64)
+                buffer_node, = struct.unpack_from("<I", data, _NODE + 16)
+                segment.seek(buffer_node + 4)
+                free_cells, = struct.unpack("<I", segment.read(4))
+        except (OSError, struct.error):
+            continue  # unmapped meanwhile
+        yield PortView(int(match.group(3)), int(match.group(2)), bool(match.group(4)),
+                       bool(data[_NODE + _FLAGS] & 1), free_cells, listener_states(data))
+
+
+def listening_ports(pid: int) -> List[int]:
+    """The shared-memory ports process ``pid`` listens on (the ``_el`` lock files it holds open)."""
+    ports = []
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            match = re.match(r"/dev/shm/fast(?:dds|rtps)_port(\d+)_el$", os.readlink(fd))
+        except OSError:
+            continue
+        if match:
+            ports.append(int(match.group(1)))
+    return sorted(ports)
+
+
+def plant_listener_state(port: int, state: str, directory: Path = SHM_DIRECTORY) -> int:
+    """Set the listener slots in use of port ``port``'s segment to ``state`` ("P" processing, "-" neither
+    waiting nor processing): what a process killed at such a moment leaves (drills and tests; stop the
+    listening process first). Returns the number of slots set."""
+    masks = {"P": (0b100, 0b010), "-": (0, 0b110)}
+    set_bits, clear_bits = masks[state]
+    count = 0
+    with open(Path(directory) / f"fastdds_port{port}", "r+b") as segment:
+        data = segment.read(_DOMAIN_NAME)
+        for k in range(1024):
+            offset = _LISTENERS + k * _LISTENER_SIZE
+            if data[offset] & 1:
+                os.pwrite(segment.fileno(), bytes([(data[offset] | set_bits) & ~clear_bits & 0xFF]), offset)
+                count += 1
+    return count
