@@ -6,12 +6,18 @@ turn) is SIGKILLed, started again ``--delay`` seconds later, and the drill waits
 for the loop to run again (restart.py's ``loop``: the ik ticking on the planner's references; walk_behavior:
 its status and the ik ticking; wheel_contact: its output). A restart that times out is "dead": the drill
 prints each process' view of the restarted node's Fast DDS shared-memory ports (the segment's inode, unlinked
-or not, its flags and listeners: :func:`port_state`), and goes on.
+or not, its flags and listeners: :class:`walk_mpc.fastdds_shm.PortView`), and goes on.
+
+``--kill-while planted-between`` kills the node as a death between two messages leaves it (its listener slots
+neither waiting nor processing: Fast DDS's port checks never mark such a port dead), at once, every time;
+``WALK_MPC_SHM_CLEAN=0`` turns walk_mpc's cleaning of dead participants' files off (the nodes' and the
+launcher's: :func:`walk_mpc.fastdds_shm.clean_zombies`).
 
 Printed: one line per restart, then the number of dead links of ``--restarts``.
 
     bash -c 'source tools/env.sh && source install/setup.bash && \
         ROS_DOMAIN_ID=61 python -P benchmarks/restart_stress.py --nodes mpc_planner --restarts 50'
+    ... --nodes mpc_planner --restarts 8 --kill-while planted-between   (with, without WALK_MPC_SHM_CLEAN=0)
 """
 
 from __future__ import annotations
@@ -20,123 +26,53 @@ import argparse
 import math
 import os
 import random
-import re
 import signal
-import struct
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List
+from typing import List
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from restart import LEGGED, Probe  # noqa: E402
 
+from walk_mpc.fastdds_shm import listening_ports, mapped_ports, plant_listener_state  # noqa: E402
 from walk_mpc.graph import dds_environment  # noqa: E402
 from walk_mpc.tools.launch_graph import GraphProcesses  # noqa: E402
 
 LOOP = {"walk_behavior": ("walk_behavior", "ticks"), "wheel_contact": ("wheel_contact",)}
 
 
-#: Fast DDS 3.x shared-memory port segment layout (measured on 3.2 here; ``SharedMemGlobal::PortNode``):
-#: the node's offset in the segment, and the offset of its ``domain_name`` (after 1024 listener statuses).
-_NODE, _DOMAIN_NAME, _LISTENER_SIZE = 256, 41368, 20
-
-
-_MAPPING = re.compile(r"([0-9a-f]+-[0-9a-f]+) \S+ \S+ \S+ (\d+)\s+/dev/shm/fastdds_port(\d+)( \(deleted\))?$")
-
-
-def port_mappings(pid: int):
-    """(port, inode, deleted, map_files name) of each Fast DDS shared-memory port segment ``pid`` maps."""
-    seen = set()
-    for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
-        match = _MAPPING.match(line)
-        if match and (match.group(3), match.group(2)) not in seen:
-            seen.add((match.group(3), match.group(2)))
-            yield int(match.group(3)), int(match.group(2)), bool(match.group(4)), match.group(1)
-
-
-def port_state(pid: int, area: str) -> dict:
-    """The state of a port segment as process ``pid`` maps it (``area``: its /proc/<pid>/map_files name):
-    ``ok`` (is_port_ok), ``ref`` (ref_counter), ``free`` (free cells of the ring buffer), and per listener
-    slot in use ``W`` (waiting for data), ``P`` (processing a message) or ``-`` (neither)."""
-    with open(f"/proc/{pid}/map_files/{area}", "rb") as segment:
-        data = segment.read()
-    ref = struct.unpack_from("<I", data, _NODE + 8)[0]
-    buffer_node = struct.unpack_from("<I", data, _NODE + 16)[0]
-    bits = data[_NODE + 44]
-    free_cells = struct.unpack_from("<I", data, buffer_node + 4)[0]
-    base = _DOMAIN_NAME - 1024 * _LISTENER_SIZE
-    listeners = ""
-    for k in range(1024):
-        flags = data[base + k * _LISTENER_SIZE]
-        if flags & 1:
-            listeners += "W" if flags & 2 else "P" if flags & 4 else "-"
-    return {"ok": bits & 1, "ref": ref, "free": free_cells, "listeners": listeners}
-
-
-def own_ports(pid: int) -> List[int]:
-    """The shared-memory ports process ``pid`` listens on (the ``_el`` lock files it holds open)."""
-    ports = []
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        try:
-            match = re.match(r"/dev/shm/fastdds_port(\d+)_el$", os.readlink(fd))
-        except OSError:
-            continue
-        if match:
-            ports.append(int(match.group(1)))
-    return sorted(ports)
-
-
-def listener_states(pid: int) -> Dict[int, str]:
-    """Port -> its listeners' states (:func:`port_state`), for the ports process ``pid`` listens on."""
-    mine = own_ports(pid)
-    return {port: port_state(pid, area)["listeners"] for port, _, deleted, area in port_mappings(pid)
-            if port in mine and not deleted}
-
-
 def diagnose(processes: GraphProcesses, node: str) -> None:
-    """Print, for the ports the restarted ``node`` listens on, each process' mapping of them: the segment's
-    inode (deleted: unlinked since), and its state (:func:`port_state`)."""
+    """Print, for the ports the restarted ``node`` listens on, each process' mapping of them
+    (:class:`walk_mpc.fastdds_shm.PortView`: the segment's inode, unlinked or not, ok, free cells,
+    listeners)."""
     pid = processes.processes[node].pid
-    mine = own_ports(pid)
+    mine = listening_ports(pid)
     print(f"  {node} (pid {pid}) listens on shared-memory ports {mine}")
     for name, proc in [*processes.processes.items(), ("probe", None)]:
         if proc is not None and proc.poll() is not None:
             continue
         other = proc.pid if proc else os.getpid()
         try:
-            rows = [f"{port}: inode {inode}{' (deleted)' if deleted else ''} {port_state(other, area)}"
-                    for port, inode, deleted, area in port_mappings(other) if port in mine]
+            rows = [f"{v.port}: inode {v.inode}{' (unlinked)' if v.unlinked else ''} ok {int(v.ok)} "
+                    f"free {v.free_cells} listeners {v.listeners!r}"
+                    for v in mapped_ports(other) if v.port in mine]
         except OSError as exc:
             rows = [str(exc)]
         print(f"    {name:13s} {'; '.join(rows)}", flush=True)
 
 
-#: ``python -c`` of a node with Fast DDS's warnings on (``-m module args`` -> ``-c this module args``).
-_WITH_DDS_WARNINGS = ("import ctypes, runpy, sys; "
-                      "ctypes.CDLL('librmw_fastrtps_cpp.so').rmw_set_log_severity(20); "
-                      "module = sys.argv.pop(1); "
-                      "runpy.run_module(module, run_name='__main__', alter_sys=True)")
-
-
 def kill_planted(proc, state: str) -> str:
     """SIGKILL ``proc`` as if it died with its shared-memory listeners in ``state``: SIGSTOP it, mark its
     listeners (the slots in use of the ports it listens on) processing ("P") or between messages ("-":
-    neither waiting nor processing), as such a death leaves them, then SIGKILL. Returns the ports marked."""
+    neither waiting nor processing) as such a death leaves them
+    (:func:`walk_mpc.fastdds_shm.plant_listener_state`), then SIGKILL. Returns the ports marked."""
     proc.send_signal(signal.SIGSTOP)
-    ports = own_ports(proc.pid)
-    base = _DOMAIN_NAME - 1024 * _LISTENER_SIZE
+    ports = listening_ports(proc.pid)
     for port in ports:
-        with open(f"/dev/shm/fastdds_port{port}", "r+b") as segment:
-            data = bytearray(segment.read())
-            for k in range(1024):
-                offset = base + k * _LISTENER_SIZE
-                if data[offset] & 1:
-                    segment.seek(offset)
-                    flags = (data[offset] | 4) if state == "P" else (data[offset] & ~4)
-                    segment.write(bytes([flags & ~2 & 0xFF]))
+        plant_listener_state(port, state)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     return f"planted {state!r} on ports {ports}"
@@ -144,13 +80,14 @@ def kill_planted(proc, state: str) -> str:
 
 def kill_while(proc, state: str, attempts: int = 20000) -> str:
     """SIGKILL ``proc`` at a moment when one of its shared-memory listeners is in ``state``
-    (:func:`port_state`: "P" processing a message, "-" between messages): SIGSTOP, read the states, SIGCONT
-    and retry a few ms later. Returns the states it was killed in ("" if no such moment within ``attempts``:
-    killed anyway)."""
+    ("P" processing a message, "-" between messages): SIGSTOP, read the states, SIGCONT and retry a few ms
+    later. Returns the states it was killed in ("" if no such moment within ``attempts``: killed anyway)."""
     for _ in range(attempts):
         proc.send_signal(signal.SIGSTOP)
         try:
-            states = listener_states(proc.pid)
+            mine = listening_ports(proc.pid)
+            states = {v.port: v.listeners for v in mapped_ports(proc.pid)
+                      if v.port in mine and not v.unlinked}
         except OSError:
             states = {}
         if any(state in s for s in states.values()):
@@ -162,6 +99,13 @@ def kill_while(proc, state: str, attempts: int = 20000) -> str:
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     return ""
+
+
+#: ``python -c`` of a node with Fast DDS's warnings on (``-m module args`` -> ``-c this module args``).
+_WITH_DDS_WARNINGS = ("import ctypes, runpy, sys; "
+                      "ctypes.CDLL('librmw_fastrtps_cpp.so').rmw_set_log_severity(20); "
+                      "module = sys.argv.pop(1); "
+                      "runpy.run_module(module, run_name='__main__', alter_sys=True)")
 
 
 def main() -> int:
