@@ -62,6 +62,13 @@ def diagnose(processes: GraphProcesses, node: str) -> None:
         except OSError as exc:
             rows = [str(exc)]
         print(f"    {name:13s} {'; '.join(rows)}", flush=True)
+        try:
+            stale = [f"{v.port} (inode {v.inode}, listeners {v.listeners!r}, free {v.free_cells})"
+                     for v in mapped_ports(other) if v.unlinked and v.ok and v.listeners]
+        except OSError:
+            stale = []
+        if stale:
+            print(f"    {'':13s} maps unlinked ports still ok: {', '.join(stale)}", flush=True)
 
 
 def kill_planted(proc, state: str) -> str:
@@ -115,6 +122,8 @@ def main() -> int:
     parser.add_argument("--restarts", type=int, default=50)
     parser.add_argument("--delay", type=float, default=1.0, help="seconds from the kill to the restart")
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds without the loop: a dead link")
+    parser.add_argument("--settle", type=float, default=0.5,
+                        help="seconds from the loop running again to the next kill (restart.py: about 1.5)")
     parser.add_argument("--kill-while", default="any",
                         choices=["any", "processing", "between", "planted-processing", "planted-between"],
                         help="kill the node at any moment, or only while a shared-memory listener of it is "
@@ -179,7 +188,7 @@ def main() -> int:
                               flush=True)
                 else:
                     loops.append(loop)
-                    time.sleep(0.5)
+                    time.sleep(args.settle)
         finally:
             probe.close()
             processes.stop()

@@ -18,7 +18,8 @@ file, as ``fastdds shm clean`` does; and it removes the data segments of dead pa
 process holds (its lock taken), or one created in the last ``min_age`` seconds (a participant starting: it
 creates the lock file, then takes it), is never touched; the lock file is held while its port is cleaned,
 and the ports' named mutexes are left alone. With another RMW (``RMW_IMPLEMENTATION``),
-``WALK_MPC_SHM_CLEAN=0``, or no ``/dev/shm``, nothing is done.
+``WALK_MPC_SHM_CLEAN=0``, or no ``/dev/shm``, nothing is done. Fast DDS 2's files (``fastrtps_``, ROS 2
+Humble to Jazzy) are removed but their ports not marked: their layout was not measured here.
 
 This module never imports rclpy (the nodes call it before ``rclpy.init``).
 """
