@@ -171,3 +171,60 @@ def test_fast_dds_takes_the_profile_without_an_error(tmp_path):
     output = done.stdout + done.stderr
     assert done.returncode == 0 and "created" in output, output
     assert "XMLPARSER" not in output and "Error" not in output, output
+
+
+def test_a_node_started_participant_first_is_built_in_that_context_and_the_hidden_node_goes(monkeypatch):
+    """``walk_mpc.nodes.start``'s order: the participant (a hidden ``_<name>_startup`` node) before the node's
+    modules load; ``run`` then builds the node in that context without a second init, and removes the hidden
+    node once the node exists (its participant stays: the context's)."""
+    import rclpy
+
+    monkeypatch.setattr(_common, "clean_dead_participants_files", lambda: None)  # not this test's business
+    _common.start_participant("node_start_test", args=[])
+    context = rclpy.get_default_context()
+    startup = _common._STARTUP[context]
+    assert startup.get_name() == "_node_start_test_startup"
+    seen, destroyed = [], []
+    destroy = startup.destroy_node
+    monkeypatch.setattr(startup, "destroy_node", lambda: (destroyed.append(True), destroy())[1])
+
+    class Node(_common.GraphNode):
+        def __init__(self) -> None:
+            super().__init__("node_start_test")
+            seen.append((self.context is context, not destroyed))
+
+    monkeypatch.setattr(rclpy, "init", lambda *a, **k: pytest.fail("a second rclpy.init"))
+    monkeypatch.setattr(_common, "make_executor", lambda node, multithreaded=False: _Stop())
+    monkeypatch.setattr(gc, "freeze", lambda: None)
+    assert _common.run(Node, args=[]) == 0
+    assert seen == [(True, True)]
+    assert not _common._STARTUP and destroyed == [True]
+
+
+class _Stop:
+    """An executor that stops at once."""
+
+    def add_node(self, node) -> None:
+        pass
+
+    def spin(self) -> None:
+        raise KeyboardInterrupt
+
+
+@pytest.mark.ros
+@pytest.mark.parametrize(("node", "args", "expected"), [
+    ("ik", ("-p", "control_period:=-1.0"), "control_period"),
+    ("mpc_planner", ("-p", "planner.mpc.horizon:=0"), "planner.mpc.horizon"),
+])
+def test_a_node_started_participant_first_still_exits_with_code_2_naming_a_bad_parameter(start_node, node,
+                                                                                          args, expected):
+    process = start_node("walk_mpc.nodes.start", node, "--ros-args", *args, name=node)
+    assert process.proc.wait(timeout=30) == 2
+    assert "configuration error" in process.output() and expected in process.output()
+
+
+def test_start_refuses_an_unknown_node_with_code_2():
+    from walk_mpc.nodes import start
+
+    assert start.main(argv=["start", "nope"]) == 2
+    assert start.main("nope", argv=["start"]) == 2

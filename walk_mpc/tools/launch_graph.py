@@ -157,7 +157,8 @@ class GraphProcesses:
                                         self.namespace)
             return [sys.executable, "-P", "-m", "walk_mpc.nodes.bringup", *control]
         spec = next(s for s in self.specs if s.name == name)
-        args = [sys.executable, "-P", "-m", f"walk_mpc.nodes.{spec.executable}", "--ros-args",
+        # walk_mpc.nodes.start: the node's DDS participant first, then its modules (discovery overlaps them)
+        args = [sys.executable, "-P", "-m", "walk_mpc.nodes.start", spec.executable, "--ros-args",
                 "-r", f"__node:={spec.name}", "--params-file", str(self.params_file)]
         if self.namespace:
             args += ["-r", f"__ns:=/{self.namespace}"]
