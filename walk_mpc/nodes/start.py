@@ -5,12 +5,14 @@
 Only rclpy is imported before the participant exists
 (:func:`~walk_mpc.nodes._common.start_participant`); the node's module (its robot model, scipy, pinocchio,
 numba kernels) then loads while DDS discovers the new participant, and its ``main`` builds the node on that
-participant. The installed executables (``ros2 run walk_mpc ik``) and ``launch_graph`` start the nodes so;
+participant. The garbage collector is off until the node is built (``_common.freeze_startup_objects``).
+The installed executables (``ros2 run walk_mpc ik``) and ``launch_graph`` start the nodes so;
 ``python -m walk_mpc.nodes.ik`` still works, with discovery after the imports.
 """
 
 from __future__ import annotations
 
+import gc
 import importlib
 import sys
 from typing import Optional, Sequence
@@ -39,6 +41,7 @@ def main(node: Optional[str] = None, argv: Optional[Sequence[str]] = None) -> in
     elif node not in NODES:
         print(f"[walk_mpc] no node '{node}'; nodes: {list(NODES)}", file=sys.stderr)
         return 2
+    gc.disable()  # no collections during the imports and the construction: _common.freeze_startup_objects
     start_participant(node, argv)
     try:
         module = importlib.import_module(f"walk_mpc.nodes.{node}")
