@@ -111,7 +111,8 @@ def test_launch_file_starts_one_process_per_node_like_graph_processes(launch_fil
     assert [n.kwargs["name"] for n in nodes] == list(graph.groups)
     for node in nodes:
         command = graph.command(node.kwargs["name"])
-        assert command[3] == f"walk_mpc.nodes.{node.kwargs['executable']}"
+        # the installed executable and launch_graph both run walk_mpc.nodes.start for the node
+        assert command[3:5] == ["walk_mpc.nodes.start", node.kwargs["executable"]]
         assert node.kwargs["namespace"] == (namespace or None)
         values = node.kwargs["parameters"][1] if len(node.kwargs["parameters"]) > 1 else {}
         for key in values:  # the same per-node values as GraphProcesses' -p arguments
