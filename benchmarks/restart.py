@@ -40,6 +40,8 @@ from walk_mpc.nodes.ik import is_reference_tick
 from walk_mpc.tools.launch_graph import GraphProcesses
 
 LEGGED = ("walk_behavior", "mpc_planner", "ik")
+#: The counts that show a restarted node's loop running again (the ik ticking on references by default).
+LOOP = {"walk_behavior": ("walk_behavior", "ticks"), "wheel_contact": ("wheel_contact",)}
 
 
 class Probe:
@@ -104,12 +106,18 @@ def restart(processes: GraphProcesses, probe: Probe, node: str) -> dict:
     start = time.monotonic()
     processes.start_node(node)
     output = probe.wait_more(before, (node,), 30.0)
-    loop_names = {"walk_behavior": ("walk_behavior", "ticks"), "wheel_contact": ("wheel_contact",)}
-    loop = probe.wait_more(before, loop_names.get(node, ("ticks",)), 30.0 - (time.monotonic() - start))
+    loop = probe.wait_more(before, LOOP.get(node, ("ticks",)), 30.0 - (time.monotonic() - start))
     loop = float("nan") if math.isnan(loop) else time.monotonic() - start
     time.sleep(1.5)  # a few constructed log lines later
     return {"node": node, "constructed": processes.first_log_after(node, wall),
             "output": output, "loop": loop}
+
+
+def wait_started(processes: GraphProcesses, probe: Probe, robot: str) -> None:
+    """Wait until the graph of ``robot`` runs its loop (upkie: wheel_contact's output); exit if it doesn't."""
+    warm = ("wheel_contact",) if robot == "upkie" else ("ticks", "walk_behavior")
+    if math.isnan(probe.wait_more({k: 0 for k in probe.counts}, warm, 120.0)):
+        raise SystemExit(f"the {robot} graph did not start: exited {processes.failed()}")
 
 
 def run_graph(robot: str, sim: str, nodes, repeats: int, logs: str) -> List[dict]:
@@ -118,9 +126,7 @@ def run_graph(robot: str, sim: str, nodes, repeats: int, logs: str) -> List[dict
     processes.start()
     probe = Probe()
     try:
-        warm = ("wheel_contact",) if robot == "upkie" else ("ticks", "walk_behavior")
-        if math.isnan(probe.wait_more({k: 0 for k in probe.counts}, warm, 120.0)):
-            raise SystemExit(f"the {robot} graph did not start: exited {processes.failed()}")
+        wait_started(processes, probe, robot)
         time.sleep(2.0)
         for _ in range(repeats):
             for node in nodes:

@@ -35,13 +35,11 @@ from typing import List
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from restart import LEGGED, Probe  # noqa: E402
+from restart import LEGGED, LOOP, Probe, wait_started  # noqa: E402
 
 from walk_mpc.fastdds_shm import listening_ports, mapped_ports, plant_listener_state  # noqa: E402
 from walk_mpc.graph import dds_environment  # noqa: E402
 from walk_mpc.tools.launch_graph import GraphProcesses  # noqa: E402
-
-LOOP = {"walk_behavior": ("walk_behavior", "ticks"), "wheel_contact": ("wheel_contact",)}
 
 
 def diagnose(processes: GraphProcesses, node: str) -> None:
@@ -151,9 +149,7 @@ def main() -> int:
         processes.start()
         probe = Probe()
         try:
-            warm = ("wheel_contact",) if robot == "upkie" else ("ticks", "walk_behavior")
-            if math.isnan(probe.wait_more({k: 0 for k in probe.counts}, warm, 120.0)):
-                raise SystemExit(f"the graph did not start: exited {processes.failed()}")
+            wait_started(processes, probe, robot)
             print(f"ROS_DOMAIN_ID {os.environ.get('ROS_DOMAIN_ID', '0')}, load {os.getloadavg()[0]:.1f}",
                   flush=True)
             diagnose(processes, args.nodes[0])

@@ -139,8 +139,6 @@ FASTDDS_PROFILE = "fastdds_localhost.xml"
 #: Environment variable: "0" (or "false", "off") keeps Fast DDS's own discovery settings.
 FASTDDS_PROFILE_ENV = "WALK_MPC_FASTDDS_PROFILE"
 
-_FASTDDS_RMWS = FASTDDS_RMWS
-
 
 def dds_environment(environ: Optional[Dict[str, str]] = None) -> Dict[str, str]:
     """Environment variables to add for the graph's node processes: ``FASTDDS_DEFAULT_PROFILES_FILE`` =
@@ -152,7 +150,7 @@ def dds_environment(environ: Optional[Dict[str, str]] = None) -> Dict[str, str]:
     """
     env = os.environ if environ is None else environ
     if (env.get(FASTDDS_PROFILE_ENV, "").lower() in ("0", "false", "off")
-            or env.get("RMW_IMPLEMENTATION", "") not in _FASTDDS_RMWS
+            or env.get("RMW_IMPLEMENTATION", "") not in FASTDDS_RMWS
             or env.get("FASTDDS_DEFAULT_PROFILES_FILE") or env.get("FASTRTPS_DEFAULT_PROFILES_FILE")):
         return {}
     path = default_config_directory() / FASTDDS_PROFILE

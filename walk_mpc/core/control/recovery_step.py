@@ -376,6 +376,7 @@ class RecoveryStepper:
         narrower than the recovery's stance width), within the step limits."""
         placed = []
         time = remaining
+        limits = self.walk_limits()
         for step in steps:
             z = _clamp_to_sole(xi, stance, self.sole)
             outside = float(np.linalg.norm(xi - z)) > 1e-9
@@ -392,8 +393,7 @@ class RecoveryStepper:
                     x = 0.0  # the DCM is held by the stance sole: the foot comes beside it
             position = (stance.position[0] + c * x - s * y, stance.position[1] + s * x + c * y,
                         step.position[2])
-            landed = saturate_step(step.replace(position=position, yaw=stance.yaw), stance,
-                                   self.walk_limits())[0]
+            landed = saturate_step(step.replace(position=position, yaw=stance.yaw), stance, limits)[0]
             placed.append(landed)
             stance = FootPose.of_step(landed)
             time = step.duration - double_support
