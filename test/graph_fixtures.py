@@ -15,6 +15,7 @@ fails with the state of the graph (nodes that exited, the end of their logs).
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import contextlib
 import dataclasses
@@ -23,7 +24,7 @@ import signal
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple
+from typing import Callable, Deque, Dict, List, Optional, Protocol, Sequence, Tuple
 
 import numpy as np
 
@@ -239,6 +240,10 @@ class ProcessControl:
 # ---------------------------------------------------------------------------------------------- ROS client
 
 
+def _stamp_ns(msg) -> int:
+    return msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+
+
 class GraphClient:
     """The test's ROS side: its own context and node, spun by a SingleThreadedExecutor in a thread.
 
@@ -275,6 +280,9 @@ class GraphClient:
         self.trajectory_count = 0
         self.reference_count = 0
         self.reference_coms: List[Tuple[float, float]] = []  # CoM (x, y) at T of every mpc/com_reference
+        # (arrival [monotonic ns], stamp [ns]) of the latest samples and references, for failure messages.
+        self.sample_arrivals: Deque[Tuple[int, int]] = collections.deque(maxlen=3000)
+        self.reference_arrivals: Deque[Tuple[int, int]] = collections.deque(maxlen=1500)
         latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.node.create_subscription(SensorState, "sensor_state", self._on_sample, 1000)
@@ -304,6 +312,7 @@ class GraphClient:
 
     # -- callbacks (executor thread)
     def _on_sample(self, msg) -> None:
+        self.sample_arrivals.append((time.monotonic_ns(), _stamp_ns(msg)))
         with self._cv:
             self.sensor_count += 1
             self.last_sample = msg
@@ -335,6 +344,7 @@ class GraphClient:
                 self._cv.notify_all()
 
     def _on_reference(self, msg) -> None:
+        self.reference_arrivals.append((time.monotonic_ns(), _stamp_ns(msg)))
         with self._cv:
             self.reference_count += 1
             if msg.com_position:
@@ -348,11 +358,36 @@ class GraphClient:
             if self._cv.wait_for(lambda: predicate() or self.spin_error is not None, timeout):
                 if self.spin_error is None:
                     return
-        detail = self.control.diagnose() if self.control is not None else ""
+        detail = self.diagnose()
         if self.spin_error is not None:
             raise AssertionError(f"the test client stopped spinning while waiting for {what}: "
                                  f"{self.spin_error!r}\n{detail}") from self.spin_error
         raise AssertionError(f"timeout ({timeout} s) waiting for {what}\n{detail}")
+
+    def timing_report(self) -> str:
+        """What this client saw of the chain's timing (for failure messages): the largest gaps between the
+        stamps of successive mpc/com_reference messages, and the largest delays of a reference's arrival
+        after its sample's, here. A planner that stalled shows both; references that reached this client
+        on time while the ik reported none point at their delivery to the ik."""
+        samples = dict((stamp, arrival) for arrival, stamp in list(self.sample_arrivals))
+        references = list(self.reference_arrivals)
+        if len(references) < 2:
+            return f"{len(references)} mpc/com_reference received, {len(samples)} samples kept"
+        gaps = sorted(((b[1] - a[1], b[1]) for a, b in zip(references, references[1:])), reverse=True)[:3]
+        delays = sorted(((arrival - samples[stamp], stamp) for arrival, stamp in references
+                         if stamp in samples), reverse=True)[:3]
+        last_sample = max(samples) if samples else 0
+        return ("client's view: largest mpc/com_reference stamp gaps "
+                + ", ".join(f"{g / 1e6:.1f} ms before {t / 1e9:.3f} s" for g, t in gaps)
+                + "; largest delays of a reference after its sample "
+                + ", ".join(f"{d / 1e6:.1f} ms at {t / 1e9:.3f} s" for d, t in delays)
+                + f"; last reference stamp {references[-1][1] / 1e9:.3f} s, "
+                f"last sample {last_sample / 1e9:.3f} s")
+
+    def diagnose(self) -> str:
+        """The client's timing report and the nodes' state (exits, ends of logs), for failure messages."""
+        detail = self.control.diagnose(40) if self.control is not None else ""
+        return f"{self.timing_report()}\n{detail}"
 
     def wait_samples(self, count: int, what: str = "SensorState samples", timeout: float = 10.0) -> None:
         """Wait for ``count`` more SensorState samples."""
@@ -586,6 +621,8 @@ class WalkRecord:
     feedback: List = dataclasses.field(repr=False)
     plans: List = dataclasses.field(repr=False)
     samples: List = dataclasses.field(repr=False)
+    #: The client's timing report and the ends of the nodes' logs when the walk did not succeed, else "".
+    diagnosis: str = dataclasses.field(default="", repr=False)
 
 
 def ten_step_walk(client: GraphClient, count: int = 10) -> WalkRecord:
@@ -598,7 +635,9 @@ def ten_step_walk(client: GraphClient, count: int = 10) -> WalkRecord:
         standing = client.wait_standing()
         client.wait_samples(20, "samples in Stand after the walk")
     assert standing.behavior == 0
-    return WalkRecord(steps, outcome, feedback, walking_plans(client.plans, first_plan), list(samples))
+    diagnosis = "" if outcome.error_code == WalkErrorCode.NONE else client.diagnose()
+    return WalkRecord(steps, outcome, feedback, walking_plans(client.plans, first_plan), list(samples),
+                      diagnosis)
 
 
 def assert_completed(record: WalkRecord) -> None:
@@ -612,8 +651,8 @@ def check_walk_succeeded(record: WalkRecord) -> None:
     from action_msgs.msg import GoalStatus
 
     outcome = record.outcome
-    assert outcome.status == GoalStatus.STATUS_SUCCEEDED, outcome
-    assert outcome.error_code == WalkErrorCode.NONE, outcome
+    assert outcome.status == GoalStatus.STATUS_SUCCEEDED, f"{outcome}\n{record.diagnosis}"
+    assert outcome.error_code == WalkErrorCode.NONE, f"{outcome}\n{record.diagnosis}"
     assert outcome.last_completed_step_index == len(record.steps) == 10, outcome
     assert record.feedback and record.feedback[-1].walk.current_step_index == 10
 
