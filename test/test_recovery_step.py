@@ -21,7 +21,7 @@ from walk_mpc.core.mpc.preview import SoleParameters
 from walk_mpc.core.walk.behavior import WalkBehavior, WalkErrorCode
 from walk_mpc.core.walk.saturation import StepLimits
 from walk_mpc.core.walk.step import Foot, Step
-from walk_mpc.core.walk.timeline import FootPose, GaitTiming, PhaseKind
+from walk_mpc.core.walk.timeline import FootPose, GaitTiming, PhaseKind, Timeline
 
 LEFT, RIGHT = FootPose((0.0, 0.085, 0.0)), FootPose((0.0, -0.085, 0.0))
 SOLE = SoleParameters(0.09, 0.09, 0.055, 0.055)
@@ -38,8 +38,10 @@ def test_parameters_are_checked_and_off_by_default():
     p = RecoveryStepParameters()
     assert not p.enabled
     assert p.steps == 2 and p.trigger_distance < p.lateral_trigger_distance
-    assert p.max_backward == 0.0
+    assert p.max_backward == 0.0 and p.crossover_trigger_distance == 0.0
     assert RecoveryStepParameters(steps=4).steps == 4
+    with pytest.raises(ParameterError, match="crossover_trigger_distance"):
+        RecoveryStepParameters(crossover_trigger_distance=-0.01)
     with pytest.raises(ParameterError, match="steps"):
         RecoveryStepParameters(steps=5)
     with pytest.raises(ParameterError, match="max_backward"):
@@ -186,6 +188,35 @@ def test_a_sideways_dcm_gets_a_crossover_step_of_the_other_foot_only_when_enable
         RecoveryStepParameters(min_crossover_width=0.3, max_crossover_width=0.3)
 
 
+def test_a_crossover_waits_for_the_dcm_beyond_its_own_trigger(monkeypatch):
+    """Standing, the DCM 1 cm beyond the left sole's outer edge: with ``crossover`` the right foot steps
+    across at once (the trigger is ``trigger_distance``, 0); with ``crossover_trigger_distance`` 0.02 m no
+    step yet (the soles keep it), and a crossover once the DCM is 3 cm out. Forward the trigger stays
+    ``trigger_distance``."""
+    from walk_mpc.core.control import recovery_step
+
+    timeline = Timeline(LEFT, RIGHT, [], GaitTiming())
+    dcm = {"xi": np.zeros(2)}
+    monkeypatch.setattr(recovery_step, "measure_dcm", lambda robot, phase, sample: (dcm["xi"].copy(), 3.36))
+    edge = LEFT.position[1] + SOLE.left
+
+    def decide(xi, **options):
+        params = RecoveryStepParameters(enabled=True, crossover=True, filter_time=0.0, **options)
+        stepper = RecoveryStepper(_Robot(), params, StepLimits())
+        dcm["xi"] = np.zeros(2)
+        assert stepper.observe(0.0, timeline, None) is None
+        dcm["xi"] = np.asarray(xi, dtype=float)
+        return stepper.observe(1.0, timeline, None)
+
+    (step,) = decide([0.0, edge + 0.01])
+    assert step.foot is Foot.RIGHT
+    assert decide([0.0, edge + 0.01], crossover_trigger_distance=0.02) is None
+    (step,) = decide([0.0, edge + 0.03], crossover_trigger_distance=0.02)
+    assert step.foot is Foot.RIGHT and step.position[1] > LEFT.position[1]
+    steps = decide([SOLE.front + 0.01, 0.0], crossover_trigger_distance=0.02)
+    assert steps is not None and steps[0].position[0] > 0.0
+
+
 # ---------------------------------------------------------------------------------------------------- MuJoCo
 def _standing_push(rb, impulse: float, direction: str, recover: bool, stabilizer: bool = True):
     from walk_mpc.core.body.robot import RobotModel
@@ -275,6 +306,25 @@ def test_a_60_n_s_backward_push_is_survived_with_three_longer_steps_back_and_the
     monkeypatch.setattr(estimated, "RECOVERY", dict(quick, steps=3, max_backward=0.25))
     monkeypatch.setattr(estimated, "IK", {"pelvis_level_gain": 1.0})
     assert estimated.walked(_standing_push(estimated, 60.0, "backward", True, stabilizer=False))
+
+
+@pytest.mark.parametrize("direction", ["left", "right"])
+def test_a_40_n_s_sideways_push_is_survived_with_the_crossover_kept_for_a_dcm_clearly_out(estimated,
+                                                                                            monkeypatch,
+                                                                                            direction):
+    """State estimated, stabilizer off, the standing setting of issue 18 (the quick recovery steps with the
+    crossover, three steps 0.25 m back, the pelvis upright): 40 N s sideways on the standing pelvis brings
+    the DCM 5 mm beyond the outer sole edge; the crossover it triggers lands 8 cm beyond the DCM, which
+    swings back over the inner sole, a second recovery follows and Talos falls (37.5 and 42.5 N s stand).
+    With ``crossover_trigger_distance`` 0.02 m no step is taken and it stands."""
+    setting = {"crossover": True, "sway_duration": 0.05, "single_support_duration": 0.25, "steps": 3,
+               "max_backward": 0.25}
+    monkeypatch.setattr(estimated, "RECOVERY", setting)
+    monkeypatch.setattr(estimated, "LIMITS", {"min_duration": 0.35})
+    monkeypatch.setattr(estimated, "IK", {"pelvis_level_gain": 1.0})
+    assert not estimated.walked(_standing_push(estimated, 40.0, direction, True, stabilizer=False))
+    monkeypatch.setattr(estimated, "RECOVERY", dict(setting, crossover_trigger_distance=0.02))
+    assert estimated.walked(_standing_push(estimated, 40.0, direction, True, stabilizer=False))
 
 
 def _loop(rb, robot, recovery, samples=None):
