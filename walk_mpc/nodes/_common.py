@@ -24,6 +24,7 @@ from walk_mpc.core.errors import ParameterError, UnknownKeyError, WalkMpcError
 from walk_mpc.core.params import flatten, from_mapping, load_yaml, node_section, to_mapping, unflatten
 from walk_mpc.fastdds_shm import clean_zombies
 from walk_mpc.nodes._executor import FastDispatchExecutor, fast_dispatch_supported
+from walk_mpc.nodes.node_logger import node_logger
 
 T = TypeVar("T")
 
@@ -162,6 +163,14 @@ class GraphNode(Node):
         if _EARLY_PRIORITY.get(self.context) is True:  # run() builds this node: schedule the process now,
             messages: list = []                          # before the robot model and the kernels load
             _EARLY_PRIORITY[self.context] = (apply_realtime_priority(self, messages), messages)
+
+    def get_logger(self):
+        """The node's logger: :func:`~walk_mpc.nodes.node_logger.node_logger` (rclpy's, without its inspection
+        of each caller)."""
+        logger = self.__dict__.get("_walk_mpc_logger")
+        if logger is None:
+            logger = self._walk_mpc_logger = node_logger(super().get_logger())
+        return logger
 
     def create_publisher(self, msg_type, topic, qos_profile, **kwargs):
         if self._log_matches():
