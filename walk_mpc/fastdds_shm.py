@@ -32,6 +32,7 @@ import fcntl
 import os
 import re
 import struct
+import sys
 import time
 from pathlib import Path
 from typing import Iterator, List, Mapping, Optional, Tuple
@@ -213,6 +214,21 @@ def clean_zombies(directory: Path = SHM_DIRECTORY, min_age: float = 1.0, now: Op
             os.close(fd)
     return ZombieCleaning(tuple(ports), tuple(marked), segments, live)
 
+
+
+def clean_zombies_reported(source: str, environ: Optional[Mapping[str, str]] = None,
+                           report: bool = True) -> Optional[ZombieCleaning]:
+    """:func:`clean_zombies` as housekeeping that never stops its caller (a node starting, a graph
+    restarting one): a failure is printed on stderr after ``source`` (e.g. ``"[walk_mpc]"``) and gives None;
+    with ``report``, what was cleaned is printed too."""
+    try:
+        cleaning = clean_zombies(environ=environ)
+    except Exception as exc:  # noqa: BLE001 (housekeeping: the caller goes on)
+        print(f"{source} Fast DDS shared-memory cleaning failed: {exc!r}", file=sys.stderr, flush=True)
+        return None
+    if report and cleaning:
+        print(f"{source} {cleaning.summary()}", file=sys.stderr, flush=True)
+    return cleaning
 
 # Inspection (Linux /proc; the drills and tests read what a process maps, as a port's writers see it).
 

@@ -22,7 +22,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 
 from walk_mpc.core.errors import ParameterError, UnknownKeyError, WalkMpcError
 from walk_mpc.core.params import flatten, from_mapping, load_yaml, node_section, to_mapping, unflatten
-from walk_mpc.fastdds_shm import clean_zombies
+from walk_mpc.fastdds_shm import clean_zombies_reported
 from walk_mpc.nodes._executor import FastDispatchExecutor, fast_dispatch_supported
 from walk_mpc.nodes.node_logger import node_logger
 
@@ -439,16 +439,10 @@ def profiled(name: str):
 
 def clean_dead_participants_files() -> None:
     """Before this process' DDS participant exists: mark dead and remove the shared-memory ports and segments
-    that killed Fast DDS participants left (:func:`walk_mpc.fastdds_shm.clean_zombies`; nothing with another
-    RMW), so that the writers of a port this process may take again reopen it (issue 17: a restarted node
-    whose peers kept writing into its predecessor's port). Never raises: a node starts anyway."""
-    try:
-        cleaning = clean_zombies()
-    except Exception as exc:  # noqa: BLE001 (a housekeeping step must not stop a node)
-        print(f"[walk_mpc] Fast DDS shared-memory cleaning failed: {exc!r}", file=sys.stderr, flush=True)
-        return
-    if cleaning:
-        print(f"[walk_mpc] {cleaning.summary()}", file=sys.stderr, flush=True)
+    that killed Fast DDS participants left (:func:`walk_mpc.fastdds_shm.clean_zombies_reported`; nothing with
+    another RMW), so that the writers of a port this process may take again reopen it (issue 17: a restarted
+    node whose peers kept writing into its predecessor's port). Never raises: a node starts anyway."""
+    clean_zombies_reported("[walk_mpc]")
 
 
 #: Per context, the hidden node of :func:`start_participant` (:func:`run` removes it once the node exists).

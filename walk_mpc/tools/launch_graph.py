@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from walk_mpc.core.params import load_yaml
-from walk_mpc.fastdds_shm import clean_zombies
+from walk_mpc.fastdds_shm import clean_zombies_reported
 from walk_mpc.graph import (
     CONTROL,
     check_namespace,
@@ -258,14 +258,10 @@ class GraphProcesses:
 
     def clean_dead(self) -> None:
         """Mark dead and remove the shared-memory ports and segments of dead Fast DDS participants
-        (:func:`walk_mpc.fastdds_shm.clean_zombies`, with the nodes' environment: nothing with another RMW).
-        A killed node's writers then reopen its ports by name before they could push into the dead ones for
-        ever (issue 17); done when a node is killed and before one is restarted."""
-        try:
-            clean_zombies(environ=self.environment)
-        except Exception as exc:  # noqa: BLE001 (housekeeping: the graph goes on)
-            print(f"launch_graph: Fast DDS shared-memory cleaning failed: {exc!r}", file=sys.stderr,
-                  flush=True)
+        (:func:`walk_mpc.fastdds_shm.clean_zombies_reported`, with the nodes' environment: nothing with
+        another RMW). A killed node's writers then reopen its ports by name before they could push into the
+        dead ones for ever (issue 17); done when a node is killed and before one is restarted."""
+        clean_zombies_reported("launch_graph:", environ=self.environment, report=False)
 
     @staticmethod
     def _wait(name: str, proc: subprocess.Popen, timeout: float) -> int:
