@@ -223,6 +223,12 @@ class RecoveryStepper:
             raise ParameterError("params", self.params, "a RecoveryStepParameters")
         self.robot = robot
         self.limits = limits if limits is not None else StepLimits()
+        # The recovery walk's step limits (walk_limits), without and with the crossover widths.
+        recovery = (dataclasses.replace(self.limits, max_backward=self.params.max_backward)
+                    if self.params.max_backward > 0.0 else self.limits)
+        self._walk_limits = {False: recovery, True: dataclasses.replace(
+            recovery, min_crossover_width=self.params.min_crossover_width,
+            max_crossover_width=self.params.max_crossover_width)}
         self.sole = robot.planner_sole()
         self.reset()
 
@@ -258,13 +264,7 @@ class RecoveryStepper:
         """The step limits of the recovery walk in progress (or decided last): the walk's (``max_backward``
         the recovery's when set), with the crossover widths when it is a crossover step
         (:meth:`WalkBehavior.submit_goal` ``limits``)."""
-        limits = self.limits
-        if self.params.max_backward > 0.0:
-            limits = dataclasses.replace(limits, max_backward=self.params.max_backward)
-        if not self._crossover:
-            return limits
-        return dataclasses.replace(limits, min_crossover_width=self.params.min_crossover_width,
-                                   max_crossover_width=self.params.max_crossover_width)
+        return self._walk_limits[self._crossover]
 
     def observe(self, t: float, timeline: Timeline, sample: SensorSample) -> Optional[tuple]:
         """One sample at plan time ``t`` [s] of ``timeline``. While it stands: the recovery steps (1 to 4
@@ -291,10 +291,14 @@ class RecoveryStepper:
         heading = _heading(left, right)
         sideways = abs(-math.sin(heading) * offset[0] + math.cos(heading) * offset[1])
         forward = abs(math.cos(heading) * offset[0] + math.sin(heading) * offset[1])
-        crossover = self.params.crossover and sideways > forward
-        trigger = (self.params.lateral_trigger_distance if sideways > forward and not crossover
-                   else max(self.params.trigger_distance, self.params.crossover_trigger_distance) if crossover
-                   else self.params.trigger_distance)
+        p = self.params
+        crossover = p.crossover and sideways > forward
+        if crossover:
+            trigger = max(p.trigger_distance, p.crossover_trigger_distance)
+        elif sideways > forward:
+            trigger = p.lateral_trigger_distance
+        else:
+            trigger = p.trigger_distance
         if outside <= trigger:
             return None
         steps = self.capture_steps(xi, omega, left, right, crossover=crossover)

@@ -428,13 +428,12 @@ class Stabilizer:
             desired_cop[foot] = rotation[:2, :2].T @ (desired - position[:2])
         # CoM admittance.
         leak = math.exp(-dt / p.leak_time)
-        dcm_term = p.dcm_com_gain * error
-        if (p.dcm_com_release_distance > 0.0 and walking
+        push = p.com_admittance * (desired - zmp)
+        if not (p.dcm_com_release_distance > 0.0 and walking
                 and float(np.linalg.norm(self._dcm - clamp_to_polygon(self._dcm, polygon)))
-                > p.dcm_com_release_distance):
-            dcm_term = 0.0 * error  # only a step catches it (module docstring)
-        self._com_admittance = (self._com_admittance * leak
-                                - (p.com_admittance * (desired - zmp) + dcm_term) * dt)
+                > p.dcm_com_release_distance):  # released: only a step catches the DCM (parameters)
+            push = push + p.dcm_com_gain * error
+        self._com_admittance = self._com_admittance * leak - push * dt
         self._com_offset = self._com_admittance.copy()
         norm = float(np.linalg.norm(self._com_offset))
         if norm > p.com_offset_limit:
