@@ -17,4 +17,6 @@ Modules:
     closed_loop: :class:`ClosedLoopWalk`, the stages on a simulator backend in one process.
     fault_drill: :class:`DrillGraph`, the three controllers wired as the graph on a simulator backend, a node
         killed and restarted (issue 17's in-process drill: ``test_fault_drill``, ``benchmarks/faults.py``).
+    capturability: N-step capture regions of the LIPM with rectangular soles and box step limits, the largest
+        capturable push (an analysis: ``benchmarks/capture_limit.py``; no controller calls it).
 """
