@@ -391,6 +391,13 @@ def test_numpy_and_compiled_solves_agree(talos, monkeypatch):
         np.testing.assert_allclose(a.q, b.q, atol=1e-9)
 
 
+def test_compiled_steps_off_takes_the_numpy_steps_and_must_be_a_bool(talos):
+    """``compiled_steps`` False (the graph's ik: a quicker start) builds no kernel; a non-bool is refused."""
+    assert IKSolver(talos, IKSolver.Parameters(compiled_steps=False))._kernel is None
+    with pytest.raises(ParameterError, match="compiled_steps"):
+        IKSolver.Parameters(compiled_steps="no")
+
+
 def test_targets_are_the_same_only_when_every_target_is_bit_for_bit_equal():
     rotation = np.eye(3)
     a = IKTargets(com_position=[0.0, 0.0, 0.86], foot_positions={Foot.LEFT: [0.0, 0.1, 0.0]},

@@ -192,5 +192,7 @@ def test_first_log_after_reads_the_node_log_stamps(tmp_path):
                                      "[WARN] [102.250000000] [ik]: after\n")
     assert processes.first_log_after("ik", 101.0) == pytest.approx(1.25)
     assert math.isnan(processes.first_log_after("ik", 103.0))
+    assert processes.first_log_after("ik", 100.0, "after") == pytest.approx(2.25)  # the first containing it
+    assert math.isnan(processes.first_log_after("ik", 100.0, "neither"))
     assert math.isnan(processes.first_log_after("sim", 0.0))  # no log
     assert math.isnan(GraphProcesses("talos", "kinematic").first_log_after("ik", 0.0))  # no log directory

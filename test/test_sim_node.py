@@ -315,3 +315,31 @@ def test_a_sim_with_a_phase_offset_publishes_periodic_samples(start_node, probe)
     probe.spin_until(lambda: len(probe.samples) >= 5, "five samples", sim)
     stamps = [stamp_ns(m) for m in probe.samples[:5]]
     assert all(b - a == PERIOD_NS for a, b in zip(stamps, stamps[1:]))
+
+
+def test_a_silence_of_the_commands_is_warned_once_and_their_return_logged(start_node, probe):
+    """The sim warns when the accepted commands stop for ``command_silence_report`` of simulated time (holding
+    the last commanded positions, as a driver's command timeout would), once, and logs when they come again
+    and after how long (``benchmarks/restart.py`` reads that line: the loop back after an ik restart)."""
+    from builtin_interfaces.msg import Duration
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    sim = start_sim(start_node, probe, "-p", "command_silence_report:=0.05")
+    probe.spin_until(lambda: len(probe.samples) >= 2, "a first sample", sim)
+    name = "arm_left_4_joint"
+    q0 = probe.samples[-1].joint_pos[list(probe.samples[-1].joint_names).index(name)]
+
+    def command():
+        msg = JointTrajectory(joint_names=[name])
+        msg.points = [JointTrajectoryPoint(positions=[q0], time_from_start=Duration(nanosec=20_000_000))]
+        probe.trajectory_pub.publish(msg)
+
+    assert "no joint command" not in sim.output()  # none yet: nothing was ever commanded
+    command()
+    probe.spin_until(lambda: "no joint command for 0.05 s" in sim.output(), "the silence warning", sim)
+    count = len(probe.samples)
+    probe.spin_until(lambda: len(probe.samples) >= count + 20, "20 more samples", sim)
+    assert sim.output().count("no joint command for") == 1  # once per silence
+    command()
+    probe.spin_until(lambda: "joint commands again at t = " in sim.output(), "the commands' return", sim)
+    assert "s without" in sim.output().split("joint commands again at t = ", 1)[1].splitlines()[0]

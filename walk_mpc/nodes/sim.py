@@ -117,6 +117,10 @@ class SimNodeParameters:
         mujoco: Physics parameters of the MuJoCo backend (gains, timestep, feed-forward, wheels, lift).
         command_max_age: A JointTrajectory stamped more than this before the simulated time is rejected [s].
         command_max_lead: A JointTrajectory stamped more than this after the simulated time is rejected [s].
+        command_silence_report: [s] of simulated time without an accepted command after which the node warns
+            that it holds the last commanded positions (as a driver's command timeout would), and then logs
+            when commands come again and after how long (the loop running again after a restart of the ik:
+            ``benchmarks/restart.py``).
         phase_offset: [s] Where the samples fall in the wall period: the timer starts when the system clock
             modulo the wall period (``hardware_period / real_time_factor``) equals this, so samples go out
             at ``k * period + phase_offset``. Robots sharing one computer get different offsets so that
@@ -140,6 +144,7 @@ class SimNodeParameters:
     mujoco: MujocoSim.Parameters = dataclasses.field(default_factory=MujocoSim.Parameters)
     command_max_age: float = 0.5
     command_max_lead: float = 0.5
+    command_silence_report: float = 0.1
     phase_offset: float = -1.0
 
     def __post_init__(self) -> None:
@@ -148,6 +153,7 @@ class SimNodeParameters:
                                  "-1 (no alignment) or a time >= 0 s below the wall period")
         check_positive("command_max_age", self.command_max_age)
         check_positive("command_max_lead", self.command_max_lead)
+        check_positive("command_silence_report", self.command_silence_report)
         check_choice("backend", self.backend, sorted(BACKENDS))
         check_choice("robot_type", self.robot_type, ROBOT_TYPES)
         check_positive("real_time_factor", self.real_time_factor)
@@ -264,6 +270,8 @@ class SimNode(GraphNode):
         self.rejected_commands = 0
         self._unlogged = 0
         self._fallen: Optional[bool] = None
+        self._last_command_time: Optional[float] = None  # simulated time [s] of the last accepted command
+        self._silent = False  # warned that commands stopped, and not heard again since
         reliable, latched = reliable_qos(), LATCHED_QOS
         self._sensor_pub = self.create_publisher(SensorState, params.sensor_topic, reliable)
         self._fall_pub = self.create_publisher(Bool, params.fall_topic, latched)
@@ -324,6 +332,22 @@ class SimNode(GraphNode):
         self._published_stamp_ns = stamp_ns
         if state.fallen != self._fallen:
             self._publish_fall(state.fallen)
+        last = self._last_command_time
+        if (not self._silent and last is not None
+                and self.backend.time - last > self.params.command_silence_report):
+            self._silent = True
+            self.get_logger().warning(
+                f"no joint command for {self.params.command_silence_report:g} s (since t = {last:.3f} s): "
+                "holding the last commanded positions")
+
+    def _accepted_command(self) -> None:
+        """Note a command applied now; log it if it ends a silence."""
+        now = self.backend.time
+        if self._silent:
+            self._silent = False
+            self.get_logger().info(f"joint commands again at t = {now:.3f} s, after "
+                                   f"{now - self._last_command_time:.3f} s without")
+        self._last_command_time = now
 
     def _publish_fall(self, fallen: bool) -> None:
         self._fallen = bool(fallen)
@@ -360,6 +384,7 @@ class SimNode(GraphNode):
             check_command_stamp(command, self.backend.time, self.params.command_max_age,
                                 self.params.command_max_lead)
             self.backend.set_trajectory(command)
+            self._accepted_command()
         except WalkMpcError as exc:
             self._reject("joint_trajectory", exc)
         sent_ns = self._sent_ns.pop(stamp_ns, None)
@@ -393,6 +418,7 @@ class SimNode(GraphNode):
                 raise InputError("data", f"{len(msg.data)} positions",
                                  f"{len(self._command_names)}, one per joint of {list(self._command_names)}")
             self.backend.set_command(self._command_names, list(msg.data))
+            self._accepted_command()
         except WalkMpcError as exc:
             self._reject("joint_commands", exc)
 

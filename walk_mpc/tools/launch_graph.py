@@ -228,10 +228,10 @@ class GraphProcesses:
             sys.stdout.write(f"[{name}] {line}")
         sys.stdout.flush()
 
-    def first_log_after(self, name: str, since: float) -> float:
-        """Seconds from ``since`` (wall clock, s) to the first line process ``name`` logged after it, from its
-        log file (each node logs its configuration at the end of its construction); NaN without a log
-        directory or such a line."""
+    def first_log_after(self, name: str, since: float, containing: str = "") -> float:
+        """Seconds from ``since`` (wall clock, s) to the first line process ``name`` logged after it that
+        contains ``containing``, from its log file (each node logs its configuration at the end of its
+        construction); NaN without a log directory or such a line."""
         if self.log_dir is None:
             return float("nan")
         try:
@@ -240,7 +240,7 @@ class GraphProcesses:
             return float("nan")
         for line in lines:
             match = _LOG_STAMP.match(line)
-            if match and float(match.group(1)) >= since:
+            if match and float(match.group(1)) >= since and containing in line:
                 return float(match.group(1)) - since
         return float("nan")
 

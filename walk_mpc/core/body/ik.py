@@ -384,6 +384,11 @@ class IKSolver:
                 so): the next tick solves again from it and the targets are absolute, so nothing
                 accumulates, while holding the last command instead would freeze the robot mid-motion.
                 1 = only converged solves succeed.
+            compiled_steps: Take the compiled (numba) Gauss-Newton steps of :mod:`.ik_kernel` when numba is
+                installed; False: the numpy/LAPACK steps (the same algorithm). The compiled steps save about
+                15 us per Talos solve (61 against 75 us, ``benchmarks/ik_talos.py``) and cost about 0.25 s
+                when the solver is built (numba's import and the two kernels loaded from its cache): the
+                graph's ik node (config/walk_mpc.yaml) turns them off, its restart matters more (issue 17).
         """
 
         max_iterations: int = 10
@@ -402,6 +407,7 @@ class IKSolver:
         max_step: float = 0.3
         reuse_jacobian: bool = True
         acceptance_factor: float = 100.0
+        compiled_steps: bool = True
 
         def __post_init__(self) -> None:
             check_int_range("max_iterations", self.max_iterations, 1, 1000)
@@ -422,6 +428,8 @@ class IKSolver:
             check_positive("max_step", self.max_step)
             if not isinstance(self.reuse_jacobian, bool):
                 raise ParameterError("reuse_jacobian", self.reuse_jacobian, "true or false")
+            if not isinstance(self.compiled_steps, bool):
+                raise ParameterError("compiled_steps", self.compiled_steps, "true or false")
             factor = self.acceptance_factor
             if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 1.0 <= factor < 1e6:
                 raise ParameterError("acceptance_factor", self.acceptance_factor, "a number in [1, 1e6)")
@@ -462,7 +470,7 @@ class IKSolver:
         self._reference = self._inside_limits(robot.reference_configuration())
         self._layout: _Layout | None = None
         self.last_result: IKResult | None = None
-        self._kernel = _load_kernel() if USE_KERNEL else None
+        self._kernel = _load_kernel() if USE_KERNEL and self.params.compiled_steps else None
 
     # ------------------------------------------------------------------ public API
     def reset(self) -> None:
