@@ -112,12 +112,19 @@ def restart(processes: GraphProcesses, probe: Probe, node: str) -> dict:
     loop = probe.wait_more(before, LOOP.get(node, ("ticks",)), 30.0 - (time.monotonic() - start))
     loop = float("nan") if math.isnan(loop) else time.monotonic() - start
     time.sleep(1.5)  # a few constructed log lines later
-    robot = float("nan")
-    if node == "ik":
-        robot = max(processes.first_log_after("sim", wall, "joint commands again"),
-                    processes.first_log_after("ik", wall, "ticking on the CoM references"))
     return {"node": node, "constructed": processes.first_log_after(node, wall),
-            "output": output, "loop": loop, "robot": robot}
+            "output": output, "loop": loop, "robot": robot_view(processes, node, wall)}
+
+
+def robot_view(processes: GraphProcesses, node: str, wall: float) -> float:
+    """Seconds from ``wall`` (the restart of ``node``) to the loop running again as the robot sees it, from
+    the logs: for the ik, the later of the sim's "joint commands again" and the ik's "ticking on the CoM
+    references"; NaN for the other nodes (or without such lines)."""
+    if node != "ik":
+        return float("nan")
+    times = (processes.first_log_after("sim", wall, "joint commands again"),
+             processes.first_log_after("ik", wall, "ticking on the CoM references"))
+    return float("nan") if any(math.isnan(t) for t in times) else max(times)
 
 
 def loop_time(row: dict) -> float:

@@ -27,6 +27,7 @@ import math
 import os
 import random
 import signal
+import statistics
 import sys
 import tempfile
 import time
@@ -35,7 +36,7 @@ from typing import List
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from restart import LEGGED, LOOP, Probe, wait_started  # noqa: E402
+from restart import LEGGED, LOOP, Probe, robot_view, wait_started  # noqa: E402
 
 from walk_mpc.fastdds_shm import listening_ports, mapped_ports, plant_listener_state  # noqa: E402
 from walk_mpc.graph import dds_environment  # noqa: E402
@@ -144,6 +145,7 @@ def main() -> int:
         parser.error("wheel_contact runs in upkie's graph: restart it alone")
     dead = []
     loops: List[float] = []
+    rows: List[tuple] = []  # (node, loop heard by the probe [s], loop as the robot sees it [s] or NaN)
     with tempfile.TemporaryDirectory() as temporary:
         processes = GraphProcesses(robot, "kinematic", log_dir=Path(args.log_dir or temporary) / robot)
         if args.dds_warnings:
@@ -169,6 +171,7 @@ def main() -> int:
                 processes.stop_node(node, signal.SIGKILL)
                 time.sleep(args.delay)
                 before = probe.snapshot()
+                wall = time.time()
                 proc = processes.start_node(node)
                 loop = probe.wait_more(before, LOOP.get(node, ("ticks",)), args.timeout)
                 # The loop may be seen (the ik's ticks) a moment before the probe counts the node's own
@@ -193,6 +196,10 @@ def main() -> int:
                 else:
                     loops.append(loop)
                     time.sleep(args.settle)
+                    robot = robot_view(processes, node, wall)
+                    rows.append((node, loop, robot))
+                    if not math.isnan(robot):
+                        print(f"    as the robot sees it: {robot:.2f} s", flush=True)
         finally:
             probe.close()
             processes.stop()
@@ -201,6 +208,15 @@ def main() -> int:
     print(f"\n{' '.join(args.nodes)}: {len(dead)} dead links of {args.restarts} restarts {dead}; "
           f"loop back median {median:.2f} s, max {max(loops, default=float('nan')):.2f} s; "
           f"load {os.getloadavg()[0]:.1f}")
+    for node in args.nodes:
+        mine = [r for r in rows if r[0] == node]
+        heard = sum(r[1] <= 1.0 for r in mine)
+        line = f"{node}: loop heard within 1 s in {heard} of {len(mine)} live restarts"
+        seen = [r[2] for r in mine if not math.isnan(r[2])]
+        if seen:
+            line += (f"; as the robot sees it within 1 s in {sum(v <= 1.0 for v in seen)} of {len(seen)} "
+                     f"(median {statistics.median(seen):.2f} s, max {max(seen):.2f} s)")
+        print(line)
     return 0
 
 
