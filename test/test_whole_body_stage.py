@@ -178,6 +178,38 @@ def test_references_in_flight_for_the_previous_plan_are_solved_on_it(talos):
     assert stage.plan_id == 2
 
 
+def test_references_of_a_planner_without_a_plan_are_followed_while_standing_only(talos):
+    """Issue 17: a restarted planner that has not heard the latched plan yet stands at the measured feet and
+    names plan 0; the stage follows it while its own plan stands (the loop runs before the plan reaches the
+    planner), never in a walk, and keeps its plan."""
+    from walk_mpc.core.control.types import NO_PLAN
+
+    stand = Timeline(FootPose((0.0, 0.085, 0.0)), FootPose((0.0, -0.085, 0.0)), [])
+    stage = WholeBodyStage(talos)
+    stage.set_plan(plan(stand, 5, walking=False))
+    stage.observe(ns(-1.0), sample_of(talos, talos.reference_configuration()))
+    com = talos.com(talos.reference_configuration())
+    assert stage.on_reference(fixed_reference(ns(0.0), com, plan_id=5)).status == OK
+    assert stage.on_reference(fixed_reference(ns(T), com, plan_id=NO_PLAN)).status == OK
+    assert stage.plan_id == 5
+    assert stage.on_reference(fixed_reference(ns(2 * T), com, plan_id=5)).status == OK  # the planner heard it
+    stage.set_plan(plan(walk_timeline(), 6))  # a walk the planner has not heard yet: its references wait
+    assert stage.on_reference(fixed_reference(ns(3 * T), com, plan_id=NO_PLAN)) is None
+    assert stage.plan_id == 5
+    # ... and its next sample ticks without references: the walk installed, waiting, naming the planner.
+    assert stage.observe(ns(4 * T), sample_of(talos, talos.reference_configuration())) is None
+    assert stage.plan_id == 6 and stage.report.status == WholeBodyStatus.WAITING_FOR_REFERENCES
+    assert "plan 0" in stage.report.reason and "is the mpc_planner running?" in stage.report.reason
+
+    walking = WholeBodyStage(talos)
+    timeline = walk_timeline()
+    walking.set_plan(plan(timeline, 1))
+    walking.observe(ns(-1.0), sample_of(talos, talos.reference_configuration()))
+    assert walking.on_reference(reference(timeline, 0.0)).status == OK
+    assert walking.on_reference(reference(timeline, T, plan_id=NO_PLAN)) is None  # in a walk: skipped
+    assert walking.plan_id == 1
+
+
 def test_the_stance_foot_is_targeted_at_its_measured_pose_from_the_lift_off_on(talos):
     timeline = walk_timeline()
     q = talos.reference_configuration()

@@ -72,7 +72,15 @@ from walk_mpc.core.body.state_estimation import (
 )
 from walk_mpc.core.body.targets import sole_tilts_at
 from walk_mpc.core.control.stamps import StampGuard, StampGuardParameters, StampVerdict, plan_stamp_problem
-from walk_mpc.core.control.types import NS_PER_S, CoMReference, Log, PlannerStatus, WalkPlan, default_log
+from walk_mpc.core.control.types import (
+    NO_PLAN,
+    NS_PER_S,
+    CoMReference,
+    Log,
+    PlannerStatus,
+    WalkPlan,
+    default_log,
+)
 from walk_mpc.core.errors import FrameNotFound, InputError, ParameterError, WalkMpcError
 from walk_mpc.core.mpc.planner import MpcPlanner, PlannerOutput, PlannerParameters
 from walk_mpc.core.mpc.problem import PlanStatus
@@ -239,7 +247,7 @@ class PlannerStage:
         self._restart = ""  # why the next tick restarts the planner ("" : it does not)
         self._pending: Optional[WalkPlan] = None  # received, installed at the next tick
         self._level_of: tuple = (None, True)  # (timeline, whether all its soles are on level ground)
-        self._plan_id = 0  # installed plan (0: none)
+        self._plan_id = NO_PLAN  # installed plan
         self._stance: Optional[tuple] = None  # stance feet of the last tick
         self._anchor_foot: Optional[Foot] = None  # the sole that placed the base of the last estimate
         self._ahead: Optional[tuple[PlannerOutput, CoMReference]] = None  # the announced solve

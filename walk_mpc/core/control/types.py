@@ -25,6 +25,8 @@ from walk_mpc.core.errors import InputError, ShapeError
 from walk_mpc.core.walk.timeline import Timeline
 
 NS_PER_S = 1_000_000_000
+#: The plan id of a planner's references while it has no plan (it stands at the measured feet).
+NO_PLAN = 0
 
 
 def _frozen(values, shape: tuple) -> np.ndarray:

@@ -151,6 +151,7 @@ from walk_mpc.core.control.planner_stage import GROUND_TOLERANCE
 from walk_mpc.core.control.stabilizer import Stabilizer, StabilizerParameters, sole_rotation
 from walk_mpc.core.control.stamps import StampGuard, StampGuardParameters, StampVerdict, plan_stamp_problem
 from walk_mpc.core.control.types import (
+    NO_PLAN,
     NS_PER_S,
     CoMReference,
     JointCommand,
@@ -764,6 +765,11 @@ class WholeBodyStage:
             if not installed:
                 self._skipped_plan = plan_id
                 self._skip(f"references for plan {plan_id} skipped: this stage has plan {self._plan_id}")
+                if plan_id == NO_PLAN and self._pending:
+                    # Followed while standing, the planner without a plan now lags a plan received here:
+                    # the stage ticks on the samples at once (the newest plan; a walk waits for its
+                    # references and reports it), as if it had never heard that planner.
+                    self._last_reference_ns = None
                 return None
             if plan_id == self._stopped_plan:
                 self._skip(f"references for plan {plan_id} skipped: a safe stop ended its walk (a new plan "
@@ -1054,10 +1060,19 @@ class WholeBodyStage:
     def _install_plan_of_reference(self, plan_id: int, now: int) -> bool:
         """Install the plan a reference stamped ``now`` names, if received. False for a plan never received
         while the stage has one (the reference is in flight across a restart or a plan change, not a
-        failure), or refused."""
+        failure), or refused.
+
+        References of plan 0 come from a planner without a plan (restarted, the walk_behavior's latched plan
+        not heard yet): it stands at the measured feet from the measured CoM, and they are followed while
+        this stage's plan stands too and no other plan waits (issue 17: a restarted planner drives the loop
+        before the plan reaches it, 0.4 s later in 7 of 50 restarts); never while a walk is in progress, nor
+        with a newer plan received (a walk the planner has not heard: the stage waits for its references and
+        reports the planner)."""
         if plan_id in self._pending:
             self._install(plan_id, now)
-        return self._plan_id is None or plan_id == self._plan_id
+        if self._plan_id is None or plan_id == self._plan_id:
+            return True
+        return plan_id == NO_PLAN and not self._pending and not self._walking_at(self._plan_time(now))
 
     def _walk_start(self, plan: WalkPlan, t: float) -> Optional[Timeline]:
         """The timeline a walk plan heard while standing is walked on at its time ``t``, or None when it is
