@@ -17,7 +17,7 @@ EXPECTED_TOPICS = {"/walk/plan": 2, "/sensor_state": 500, "/mpc/com_reference": 
 
 
 def test_demo_walks_four_steps_and_writes_a_decodable_recording_and_a_plot(tmp_path):
-    from mcap_ros2.reader import read_ros2_messages
+    from walk_mpc.tools.recorder import decoded_messages
 
     out = tmp_path / "out"
     # The timeout only guards against a hang (the demo takes about 15 s).
@@ -34,10 +34,10 @@ def test_demo_walks_four_steps_and_writes_a_decodable_recording_and_a_plot(tmp_p
     assert (out / "walk.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     counts = collections.Counter()
     plans = []
-    for message in read_ros2_messages(str(out / "walk.mcap")):  # decodes every message with its schema
-        counts[message.channel.topic] += 1
-        if message.channel.topic == "/walk/plan":
-            plans.append(message.ros_msg)
+    for message in decoded_messages(out / "walk.mcap"):  # decodes every message with its schema
+        counts[message.topic] += 1
+        if message.topic == "/walk/plan":
+            plans.append(message.msg)
     for topic, least in EXPECTED_TOPICS.items():
         assert counts[topic] >= least, (topic, counts)
     assert any(p.walking and len(p.steps) == 4 for p in plans), plans

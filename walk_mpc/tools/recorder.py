@@ -16,12 +16,13 @@ not be installed (the PyPI wheels lack it): the message is encoded by
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import threading
 import time
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from mcap.writer import CompressionType, Writer
 from rclpy.node import Node
@@ -35,6 +36,29 @@ from walk_mpc.nodes.conversions import sensor_sample_from_msg
 from walk_mpc.nodes.conversions import stamp_ns as message_stamp_ns
 from walk_mpc.nodes.robot_state import TF_MESSAGE_DEFINITION, TF_TYPE, tf_message_cdr
 from walk_mpc.tools.msgdict import message_type
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordedMessage:
+    """A message of a recording: its topic, the recorder's receive time [ns] and the decoded message."""
+
+    topic: str
+    log_time_ns: int
+    msg: object
+
+
+def decoded_messages(path: os.PathLike, topics: Optional[Iterable[str]] = None) -> Iterator[RecordedMessage]:
+    """The messages of an MCAP recording of ROS 2 (CDR) messages (``topics``: those only), in log-time order,
+    each decoded with its recorded schema (mcap_ros2's decoder: no installed message package needed)."""
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+
+    with open(path, "rb") as stream:
+        reader = make_reader(stream, decoder_factories=[DecoderFactory()])
+        for _schema, channel, message, msg in reader.iter_decoded_messages(
+                topics=None if topics is None else list(topics), log_time_order=True):
+            yield RecordedMessage(channel.topic, message.log_time, msg)
+
 
 PRIMITIVES = {"bool", "byte", "char", "float32", "float64", "int8", "uint8", "int16", "uint16", "int32",
               "uint32", "int64", "uint64", "string", "wstring"}

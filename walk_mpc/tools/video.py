@@ -491,10 +491,10 @@ def walk_start_time(recording: os.PathLike, plan_topic: str = "/walk/plan") -> O
     """Log time [s] of the first walking plan of a recording (the recorder's clock: its receive time), None
     if it has none. The log time, not the plan's stamp: a simulator slower than real time stamps its samples
     behind the wall clock the plans are stamped on."""
-    from mcap_ros2.reader import read_ros2_messages
+    from walk_mpc.tools.recorder import decoded_messages
 
-    for message in read_ros2_messages(str(recording), topics=[plan_topic]):
-        if message.ros_msg.walking:
+    for message in decoded_messages(recording, topics=[plan_topic]):
+        if message.msg.walking:
             return message.log_time_ns * 1e-9
     return None
 
@@ -521,7 +521,7 @@ def write_walk_video(recording: os.PathLike, path: os.PathLike, robot: Optional[
         InputError: The recording has no sample to render.
         ConfigError: See :class:`WalkVideo`.
     """
-    from mcap_ros2.reader import read_ros2_messages
+    from walk_mpc.tools.recorder import decoded_messages
 
     frames = RobotFrames(RobotFrames.Parameters(robot=robot or RobotModel.Parameters()))
     video: Optional[WalkVideo] = None
@@ -532,9 +532,9 @@ def write_walk_video(recording: os.PathLike, path: os.PathLike, robot: Optional[
     samples = 0
     first_time = None
     try:
-        for message in read_ros2_messages(str(recording), topics=[sensor_topic, plan_topic]):
-            msg = message.ros_msg
-            if message.channel.topic == plan_topic:
+        for message in decoded_messages(recording, topics=[sensor_topic, plan_topic]):
+            msg = message.msg
+            if message.topic == plan_topic:
                 if msg.walking or not walked:  # a Stand plan after a walk keeps the walk's steps drawn
                     walked = walked or msg.walking
                     footsteps = plan_footsteps(msg)
