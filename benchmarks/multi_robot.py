@@ -26,6 +26,9 @@ sharing a computer should have (README, "Several robots at once"); ``--phases fr
 with its node, as before. ``--priority-boost K`` adds K to every node's ``realtime_priority`` and runs the
 probes at SCHED_FIFO K: it measures the graphs above the other jobs of a shared machine.
 
+``--cpu-latency US`` holds a PM QoS CPU latency request of US microseconds (0: idle CPUs never halt) while the
+robots run (:func:`walk_mpc.tools.cpu_latency.cpu_latency_request`), as a real-time robot computer does.
+
 A benchmark, not a test: it prints a table per N; it takes about ``duration + 30`` s per N.
 
     bash -c 'source tools/env.sh && source install/setup.bash && python -P benchmarks/multi_robot.py \\
@@ -35,6 +38,7 @@ A benchmark, not a test: it prints a table per N; it takes about ``duration + 30
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -305,6 +309,9 @@ def main() -> int:
     parser.add_argument("--pin", action="store_true",
                         help="robot i's processes (sim, control nodes, probe) started on CPU i mod the CPU "
                              "count, as `taskset -c` before each robot's launch")
+    parser.add_argument("--cpu-latency", type=int, default=-1,
+                        help="[us] hold a PM QoS CPU latency request this long while the robots run (0: idle "
+                             "CPUs never halt; -1: none)")
     parser.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--record", default="", help=argparse.SUPPRESS)
     parser.add_argument("--log-dir", default="", help="keep the node logs (and recordings) there")
@@ -312,14 +319,20 @@ def main() -> int:
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     if args.probe:
         return probe(args)
-    if args.log_dir:
-        Path(args.log_dir).mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as stack:
+        if args.cpu_latency >= 0:
+            from walk_mpc.tools.cpu_latency import cpu_latency_request
+
+            held = stack.enter_context(cpu_latency_request(args.cpu_latency))
+            print(f"CPU latency request of {args.cpu_latency} us {'held' if held else 'NOT held'}",
+                  flush=True)
+        if args.log_dir:
+            Path(args.log_dir).mkdir(parents=True, exist_ok=True)
+            logs = Path(args.log_dir)
+        else:
+            logs = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="multi_robot_")))
         for count in args.robots:
-            run(count, args, Path(args.log_dir))
-        return 0
-    with tempfile.TemporaryDirectory(prefix="multi_robot_") as logs:
-        for count in args.robots:
-            run(count, args, Path(logs))
+            run(count, args, logs)
     return 0
 
 
