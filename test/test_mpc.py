@@ -273,3 +273,22 @@ def test_failure_with_a_short_first_interval_resamples_the_previous_plan(monkeyp
         assert plan.t_start == pytest.approx(t)
         for dt in (0.01, 0.02, 0.05, 0.3, 1.0):  # the previous prediction, exactly
             np.testing.assert_allclose(plan.state_at(dt), good.state_at(t + dt), atol=1e-12)
+
+
+def test_compiled_kernels_off_takes_the_numpy_loops_of_every_backend_and_the_window(walk):
+    """``compiled_kernels`` False (the graph's mpc_planner: a quicker start): no compiled loop is loaded by
+    the exact and daqp backends nor by the preview builder, the walk is the same; a non-bool is refused."""
+    from walk_mpc.core.mpc.planner import MpcPlanner, PlannerParameters
+
+    plain = dataclasses.replace(SMPC_PARAMS, compiled_kernels=False)
+    assert Mpc(plain)._backend.kernel is None
+    assert Mpc(dataclasses.replace(plain, backend="daqp"))._backend._kernels is None
+    plans = run_reference_walk(Mpc(plain), walk)
+    com = np.array([p.com_position[0] for p in plans])
+    assert np.abs(com[:, 0] - walk.reference["com_x"]).max() < 1e-9
+    planner = MpcPlanner(dataclasses.replace(PlannerParameters(), mpc=dataclasses.replace(
+        PlannerParameters().mpc, compiled_kernels=False)))
+    planner.set_timeline(walk_timeline("straight"))
+    assert not planner._builder.accelerated
+    with pytest.raises(ParameterError, match="compiled_kernels"):
+        MpcParameters(compiled_kernels="no")

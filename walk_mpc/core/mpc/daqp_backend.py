@@ -64,7 +64,7 @@ class DaqpBackend:
         # Constraint matrix A[2 i + a, b N + k] = G[i, k] R_i^T[a, b], for the box angles (see _set_angles).
         self._a = np.zeros((2 * n, 2 * n))
         self._rot = np.zeros((n, 2, 2))  # R_i^T
-        self._kernels = _load_kernels() if USE_KERNEL else None
+        self._kernels = _load_kernels() if USE_KERNEL and mpc.params.compiled_kernels else None
         self._set_angles(np.zeros(n))
         self._zeros = np.zeros(10 * n)
         self._model = daqp.Model()

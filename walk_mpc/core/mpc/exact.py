@@ -76,7 +76,7 @@ class ExactBackend:
         self.zeros_out = np.zeros(10 * n)
         self.max_iterations = 8 * n
         # Compiled kernel (numba) when available: same algorithm, one call per tick.
-        self.kernel = _load_kernel() if USE_KERNEL else None
+        self.kernel = _load_kernel() if USE_KERNEL and mpc.params.compiled_kernels else None
         if self.kernel is not None:
             self.k_consts = np.ascontiguousarray(np.vstack([kz.T, alpha * m.T, ej.T, alpha * q.T, q.T, m]))
             self.k_dyn = np.array([np.concatenate([a.ravel(), b]) for a, b in (

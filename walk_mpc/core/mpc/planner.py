@@ -200,7 +200,8 @@ class MpcPlanner:
         self._prepared = None
         p = self.params
         self._builder = PreviewBuilder(timeline, p.sole, p.mpc.sampling_period, p.mpc.horizon,
-                                       first_interval=p.control_period, inward=p.zmp_inward_offset)
+                                       first_interval=p.control_period, inward=p.zmp_inward_offset,
+                                       compiled=p.mpc.compiled_kernels)
         self._builder.durations = self.mpc.durations  # share the grid array (checked once by the MPC)
 
     def reset(self, com_position: Optional[np.ndarray] = None) -> None:

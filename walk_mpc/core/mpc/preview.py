@@ -381,6 +381,8 @@ class PreviewBuilder:
         first_interval: Duration of the first interval [s] (default: ``sampling_period``).
         inward: A single stance's ZMP reference moved this far [m] from its sole centre toward the other
             foot (module docstring; 0: the centre).
+        compiled: Sample the windows with the compiled loop when numba is installed (False: numpy; the same
+            windows bit for bit).
     """
 
     def __init__(
@@ -391,6 +393,7 @@ class PreviewBuilder:
         horizon: int,
         first_interval: Optional[float] = None,
         inward: float = 0.0,
+        compiled: bool = True,
     ) -> None:
         check_positive("sampling_period", sampling_period)
         narrowest = min(sole.left, sole.right)
@@ -427,7 +430,7 @@ class PreviewBuilder:
         self._ref_start = table[:, _REF_START:_REF_START + 2]
         self._ref_end = table[:, _REF_END:_REF_END + 2]
         self._ready = table[:, _READY]
-        self._kernel = _load_window_kernel() if USE_KERNEL else None
+        self._kernel = _load_window_kernel() if USE_KERNEL and compiled else None
         # Every phase filled now, once per plan (~4 us a phase, a timeline holds a bounded number of them):
         # the ticks' builds then do the same work whatever phase the window reaches (p99 near the median).
         for index in range(count):

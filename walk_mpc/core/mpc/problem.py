@@ -105,6 +105,13 @@ class MpcParameters:
         weights: Cost weights.
         backend: QP backend, one of ``BACKENDS``.
         osqp: Settings of the ``"osqp"`` backend.
+        compiled_kernels: Take the compiled (numba) loops when numba is installed: the exact backend's tick,
+            DAQP's data, the preview window of :class:`~walk_mpc.core.mpc.preview.PreviewBuilder`; False:
+            their numpy implementations (the same algorithms). On the Talos walks of
+            ``benchmarks/mpc_smpc_walk.py`` the compiled ones take 7 us a tick (window and exact solve)
+            against 56 us, and cost about 0.35 s when the planner is built (numba's import and the kernels
+            loaded from its cache): the graph's mpc_planner (config/walk_mpc.yaml) turns them off, its
+            restart matters more (issue 17).
     """
 
     com_height: float = 0.877
@@ -114,6 +121,7 @@ class MpcParameters:
     weights: MpcWeights = MpcWeights()
     backend: str = "exact"
     osqp: OsqpSettings = OsqpSettings()
+    compiled_kernels: bool = True
 
     def __post_init__(self) -> None:
         check_positive("com_height", self.com_height)
@@ -127,6 +135,8 @@ class MpcParameters:
             raise ParameterError("weights", self.weights, "an MpcWeights")
         if not isinstance(self.osqp, OsqpSettings):
             raise ParameterError("osqp", self.osqp, "an OsqpSettings")
+        if not isinstance(self.compiled_kernels, bool):
+            raise ParameterError("compiled_kernels", self.compiled_kernels, "true or false")
 
     @property
     def model(self) -> LipmModel:
