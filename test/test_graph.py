@@ -128,7 +128,8 @@ def test_graph_processes_with_a_control_process_run_every_node_but_the_sim_in_on
 
 def test_stopping_a_node_process_escalates_as_ros2_launch_does():
     """SIGINT, then SIGTERM after half the timeout (a node that lost its SIGINT: seen once in ~40 starts),
-    then SIGKILL."""
+    then, before SIGKILL, the stacks signal: a node process (``enable_fault_reports``) writes every thread's
+    stack to its log and is killed."""
     import signal
     import subprocess
     import sys
@@ -136,10 +137,18 @@ def test_stopping_a_node_process_escalates_as_ros2_launch_does():
     from walk_mpc.tools.launch_graph import GraphProcesses
 
     for code, ignored in ((-signal.SIGTERM, "SIGINT"), (-signal.SIGKILL, "SIGINT, signal.SIGTERM")):
-        script = (f"import signal, time\nfor s in (signal.{ignored},):\n"
+        script = ("import signal, time\nfrom walk_mpc.nodes._common import enable_fault_reports\n"
+                  f"enable_fault_reports()\nfor s in (signal.{ignored},):\n"
                   "    signal.signal(s, signal.SIG_IGN)\nprint('up', flush=True)\ntime.sleep(60)")
-        proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE)
+        proc = subprocess.Popen([sys.executable, "-P", "-c", script], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
         assert proc.stdout.readline() == b"up\n"
         proc.send_signal(signal.SIGINT)
         assert GraphProcesses._wait("ignorer", proc, 1.0) == code
+        stacks = proc.stderr.read().decode()
+        if code == -signal.SIGKILL:  # where it hung: the sleep of the script's main thread
+            assert "most recent call first" in stacks and 'File "<string>", line 7' in stacks, stacks
+        else:
+            assert "most recent call first" not in stacks, stacks
         proc.stdout.close()
+        proc.stderr.close()

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import signal
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from walk_mpc.core.errors import ConfigError
 from walk_mpc.core.params import load_yaml
 from walk_mpc.fastdds_shm import FASTDDS_RMWS
+
+#: The signal on which a walk_mpc node process prints every thread's Python stack to stderr (its log) and goes
+#: on (``walk_mpc.nodes._common.enable_fault_reports``); ``launch_graph`` sends it before killing a node that
+#: ignored SIGINT and SIGTERM. None where the platform has no SIGUSR1.
+STACKS_SIGNAL = getattr(signal, "SIGUSR1", None)
 
 CONDITIONS = ("always", "sim", "wheels", "legs")
 #: Name of the process running a robot's control nodes (every node but the sim) with ``control_process``.

@@ -23,6 +23,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from walk_mpc.core.errors import ParameterError, UnknownKeyError, WalkMpcError
 from walk_mpc.core.params import flatten, from_mapping, load_yaml, node_section, to_mapping, unflatten
 from walk_mpc.fastdds_shm import clean_zombies_reported
+from walk_mpc.graph import STACKS_SIGNAL
 from walk_mpc.nodes._executor import FastDispatchExecutor, fast_dispatch_supported
 from walk_mpc.nodes.node_logger import node_logger
 
@@ -445,6 +446,15 @@ def clean_dead_participants_files() -> None:
     clean_zombies_reported("[walk_mpc]")
 
 
+def enable_fault_reports() -> None:
+    """A fatal signal in native code (solver, DDS) prints the Python stacks to stderr, and so does
+    :data:`STACKS_SIGNAL` (SIGUSR1), without stopping the process: ``launch_graph`` sends it to a node that
+    ignored SIGINT and SIGTERM before it kills it, so that its log says where it hung."""
+    faulthandler.enable()
+    if STACKS_SIGNAL is not None:
+        faulthandler.register(STACKS_SIGNAL, all_threads=True, chain=False)
+
+
 #: Per context, the hidden node of :func:`start_participant` (:func:`run` removes it once the node exists).
 _STARTUP: dict = {}
 
@@ -456,7 +466,7 @@ def start_participant(name: str, args: Optional[Sequence[str]] = None) -> None:
     node, ``_<name>_startup`` (no remapping, no rosout, no parameter services); :func:`run` builds the node
     on it, in the same context, then destroys the hidden node (the participant stays: it is the context's).
     """
-    faulthandler.enable()  # a fatal signal in native code (solver, DDS) prints the Python stacks to stderr
+    enable_fault_reports()
     clean_dead_participants_files()  # before this process' participant exists
     rclpy.init(args=args)
     context = rclpy.get_default_context()
@@ -466,7 +476,7 @@ def start_participant(name: str, args: Optional[Sequence[str]] = None) -> None:
 
 def run_guarded(body: Callable[[], None], args: Optional[Sequence[str]] = None) -> int:
     """Init rclpy, run ``body`` (which spins), and shut down; exit code 2 on a configuration error."""
-    faulthandler.enable()
+    enable_fault_reports()
     clean_dead_participants_files()
     rclpy.init(args=args)
     code = 0
@@ -497,7 +507,7 @@ def run(
     """
     startup = _STARTUP.pop(rclpy.get_default_context(), None) if rclpy.ok() else None
     if startup is None:  # else start_participant() did this, and made the participant
-        faulthandler.enable()  # a fatal signal in native code (solver, DDS) prints the Python stacks
+        enable_fault_reports()
         clean_dead_participants_files()
         rclpy.init(args=args)
     context = rclpy.get_default_context()

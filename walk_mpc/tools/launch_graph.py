@@ -41,6 +41,7 @@ from walk_mpc.core.params import load_yaml
 from walk_mpc.fastdds_shm import clean_zombies_reported
 from walk_mpc.graph import (
     CONTROL,
+    STACKS_SIGNAL,
     check_namespace,
     control_arguments,
     dds_environment,
@@ -90,6 +91,9 @@ def _priority(value: Any) -> int:
     reports a wrong value itself)."""
     return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 100 else 0
 
+
+#: [s] Given a node for its stacks (:data:`~walk_mpc.graph.STACKS_SIGNAL`) before it is killed.
+STACKS_WAIT = 0.5
 
 #: The wall-clock stamp of an rclpy log line: ``[INFO] [1795793285.108330079] [node]: ...``.
 _LOG_STAMP = re.compile(r"\[\w+\] \[(\d+\.\d+)\]")
@@ -274,6 +278,13 @@ class GraphProcesses:
             except subprocess.TimeoutExpired:
                 print(f"launch_graph: {name} still running {timeout / 2:.0f} s after its signal: "
                       f"{signal.Signals(escalate).name}", file=sys.stderr, flush=True)
+                if escalate == signal.SIGKILL and STACKS_SIGNAL is not None:
+                    proc.send_signal(STACKS_SIGNAL)  # its threads' stacks into its log, where it hangs
+                    try:
+                        return proc.wait(STACKS_WAIT)
+                    except subprocess.TimeoutExpired:
+                        print(f"launch_graph: {name}'s threads' stacks are at the end of its log",
+                              file=sys.stderr, flush=True)
                 proc.send_signal(escalate)
         return proc.wait()
 
