@@ -43,11 +43,10 @@ def _stamp(header) -> float:
 
 def read_recording(path: Path, robot: str = "talos_reduced", sole=(0.1, 0.1, 0.065, 0.065),
                    sensor_stride: int = 2) -> WalkRecording:
-    """Read the topics the plot needs from an MCAP recording (decoded with mcap_ros2)."""
-    from mcap.reader import make_reader
-    from mcap_ros2.decoder import DecoderFactory
-
+    """Read the topics the plot needs from an MCAP recording
+    (:func:`~walk_mpc.tools.recorder.decoded_messages`)."""
     from walk_mpc.core.body.robot import RobotModel
+    from walk_mpc.tools.recorder import decoded_messages
 
     model = RobotModel(RobotModel.Parameters(robot=robot))
     front, back, left, right = sole
@@ -55,41 +54,40 @@ def read_recording(path: Path, robot: str = "talos_reduced", sole=(0.1, 0.1, 0.0
                     for name, (sx, sy) in CORNERS.items()}
     rec = WalkRecording()
     count = 0
-    with open(path, "rb") as stream:
-        reader = make_reader(stream, decoder_factories=[DecoderFactory()])
-        for _schema, channel, _message, msg in reader.iter_decoded_messages(
-                topics=["/walk/plan", "/mpc/com_reference", "/sensor_state", "/walk/status"]):
-            if channel.topic == "/walk/plan":
-                if msg.walking and msg.steps:
-                    rec.plan, rec.plan_stamp = msg, _stamp(msg.header)
-            elif channel.topic == "/mpc/com_reference" and msg.com_position:
-                rec.ref_t.append(_stamp(msg.header) + msg.time_from_stamp[0])
-                rec.ref_com.append((msg.com_position[0].x, msg.com_position[0].y))
-                rec.ref_zmp.append((msg.zmp[0].x, msg.zmp[0].y))
-            elif channel.topic == "/walk/status":
-                rec.status_t.append(len(rec.status_t))
-                rec.status_flags.append(msg.status_flags)
-            elif channel.topic == "/sensor_state":
-                count += 1
-                if count % sensor_stride or not msg.base_estimate_valid:
-                    continue
-                p, o = msg.base_pose.position, msg.base_pose.orientation
-                q = model.configuration_from_joints(dict(zip(msg.joint_names, msg.joint_pos)),
-                                                    (p.x, p.y, p.z), (o.x, o.y, o.z, o.w))
-                rec.sensor_t.append(_stamp(msg.header))
-                rec.measured_com.append(model.com(q)[:2])
-                forces = np.asarray(msg.contact, dtype=float)
-                if forces.sum() <= 1e-6:
-                    rec.measured_zmp.append((math.nan, math.nan))
-                    continue
-                feet = model.foot_poses(q)
-                frames = {"left_foot": model.foot_frames[0], "right_foot": model.foot_frames[1]}
-                points = []
-                for name in msg.contact_names:
-                    foot, _, corner = name.rpartition("_")
-                    position, rotation = feet[frames[foot]]
-                    points.append(position + rotation @ corner_local[corner])
-                rec.measured_zmp.append(tuple((forces @ np.array(points))[:2] / forces.sum()))
+    topics = ["/walk/plan", "/mpc/com_reference", "/sensor_state", "/walk/status"]
+    for message in decoded_messages(path, topics):
+        topic, msg = message.topic, message.msg
+        if topic == "/walk/plan":
+            if msg.walking and msg.steps:
+                rec.plan, rec.plan_stamp = msg, _stamp(msg.header)
+        elif topic == "/mpc/com_reference" and msg.com_position:
+            rec.ref_t.append(_stamp(msg.header) + msg.time_from_stamp[0])
+            rec.ref_com.append((msg.com_position[0].x, msg.com_position[0].y))
+            rec.ref_zmp.append((msg.zmp[0].x, msg.zmp[0].y))
+        elif topic == "/walk/status":
+            rec.status_t.append(len(rec.status_t))
+            rec.status_flags.append(msg.status_flags)
+        elif topic == "/sensor_state":
+            count += 1
+            if count % sensor_stride or not msg.base_estimate_valid:
+                continue
+            p, o = msg.base_pose.position, msg.base_pose.orientation
+            q = model.configuration_from_joints(dict(zip(msg.joint_names, msg.joint_pos)),
+                                                (p.x, p.y, p.z), (o.x, o.y, o.z, o.w))
+            rec.sensor_t.append(_stamp(msg.header))
+            rec.measured_com.append(model.com(q)[:2])
+            forces = np.asarray(msg.contact, dtype=float)
+            if forces.sum() <= 1e-6:
+                rec.measured_zmp.append((math.nan, math.nan))
+                continue
+            feet = model.foot_poses(q)
+            frames = {"left_foot": model.foot_frames[0], "right_foot": model.foot_frames[1]}
+            points = []
+            for name in msg.contact_names:
+                foot, _, corner = name.rpartition("_")
+                position, rotation = feet[frames[foot]]
+                points.append(position + rotation @ corner_local[corner])
+            rec.measured_zmp.append(tuple((forces @ np.array(points))[:2] / forces.sum()))
     return rec
 
 
