@@ -215,7 +215,6 @@ def clean_zombies(directory: Path = SHM_DIRECTORY, min_age: float = 1.0, now: Op
     return ZombieCleaning(tuple(ports), tuple(marked), segments, live)
 
 
-
 def clean_zombies_reported(source: str, environ: Optional[Mapping[str, str]] = None,
                            report: bool = True) -> Optional[ZombieCleaning]:
     """:func:`clean_zombies` as housekeeping that never stops its caller (a node starting, a graph
@@ -229,6 +228,7 @@ def clean_zombies_reported(source: str, environ: Optional[Mapping[str, str]] = N
     if report and cleaning:
         print(f"{source} {cleaning.summary()}", file=sys.stderr, flush=True)
     return cleaning
+
 
 # Inspection (Linux /proc; the drills and tests read what a process maps, as a port's writers see it).
 

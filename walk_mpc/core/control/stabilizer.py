@@ -429,9 +429,10 @@ class Stabilizer:
         # CoM admittance.
         leak = math.exp(-dt / p.leak_time)
         push = p.com_admittance * (desired - zmp)
-        if not (p.dcm_com_release_distance > 0.0 and walking
-                and float(np.linalg.norm(self._dcm - clamp_to_polygon(self._dcm, polygon)))
-                > p.dcm_com_release_distance):  # released: only a step catches the DCM (parameters)
+        released = (p.dcm_com_release_distance > 0.0 and walking  # only a step catches the DCM (parameters)
+                    and float(np.linalg.norm(self._dcm - clamp_to_polygon(self._dcm, polygon)))
+                    > p.dcm_com_release_distance)
+        if not released:
             push = push + p.dcm_com_gain * error
         self._com_admittance = self._com_admittance * leak - push * dt
         self._com_offset = self._com_admittance.copy()
