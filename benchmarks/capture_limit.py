@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
 import sys
 from pathlib import Path
 
@@ -52,6 +51,7 @@ import robustness  # noqa: E402
 from walk_mpc.core.body.robot import RobotModel, load_robot_description  # noqa: E402
 from walk_mpc.core.control.capturability import (  # noqa: E402
     CapturabilityParameters,
+    dcm_of,
     largest_capturable_impulse,
     push_dcm_shift,
     standing_capture_region,
@@ -60,13 +60,13 @@ from walk_mpc.core.control.closed_loop import ClosedLoopParameters, default_plan
 from walk_mpc.core.control.recovery_step import RecoveryStepParameters  # noqa: E402
 from walk_mpc.core.control.step_adjustment import StepAdjustmentParameters  # noqa: E402
 from walk_mpc.core.mpc.planner import MpcPlanner  # noqa: E402
+from walk_mpc.core.mpc.problem import MpcParameters  # noqa: E402
 from walk_mpc.core.params import from_mapping, load_yaml, node_section  # noqa: E402
 from walk_mpc.core.walk.saturation import StepLimits  # noqa: E402
 from walk_mpc.core.walk.timeline import PhaseKind  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = 40.0  # [N s] issue 18
-GRAVITY = 9.81  # [m/s^2]
 #: Measured largest walking pushes [N s] (docs/balance.md, stabilizer on, state estimated): the best setting
 #: and the default (no step adjustment).
 MEASURED_WALKING = {"forward": (34.4, 31.2, "SA, timing, zmp_inward_offset 0.035"),
@@ -88,7 +88,7 @@ class Setup:
     """What the analysis reads from the configuration and the robot model."""
 
     mass: float  # [kg]
-    com_height: float  # [m]
+    mpc: MpcParameters  # the planner's LIPM (CoM height, gravity)
     limits: StepLimits
     double_support: float  # [s]
     sole: tuple  # (front, back, left, right) [m]
@@ -96,8 +96,16 @@ class Setup:
     feet: dict  # "left" / "right" -> sole (x, y) [m], standing
 
     @property
+    def com_height(self) -> float:
+        return self.mpc.com_height
+
+    @property
     def omega(self) -> float:
-        return math.sqrt(GRAVITY / self.com_height)
+        return self.mpc.model.omega
+
+    def dcm_in(self, state: np.ndarray, stance: np.ndarray) -> np.ndarray:
+        """The DCM (x, y) [m] of a planned CoM state (3, 2), relative to the stance sole's (x, y)."""
+        return dcm_of(state[0], state[1], self.omega) - stance
 
 
 def read_setup() -> Setup:
@@ -111,7 +119,8 @@ def read_setup() -> Setup:
     q = robot.reference_configuration()
     feet = {"left": np.asarray(robot.frame_pose(q, robot.left_foot_frame)[0][:2]),
             "right": np.asarray(robot.frame_pose(q, robot.right_foot_frame)[0][:2])}
-    return Setup(mass=float(robot.mass), com_height=float(planner["mpc"]["com_height"]), limits=limits,
+    mpc = from_mapping(MpcParameters, planner["mpc"], source="walk_mpc.yaml planner.mpc")
+    return Setup(mass=float(robot.mass), mpc=mpc, limits=limits,
                  double_support=float(behavior["timing"]["double_support_duration"]),
                  sole=(talos.sole.front, talos.sole.back, talos.sole.left, talos.sole.right),
                  com=np.asarray(robot.com(q))[:2], feet=feet)
@@ -202,7 +211,7 @@ def walking_table(setup: Setup, robot: RobotModel, adjust: StepAdjustmentParamet
             for label, elapsed in PHASES:
                 t = phase.t_start + elapsed
                 state = state_at(t)
-                xi = state[0] + state[1] / setup.omega - stance
+                xi = setup.dcm_in(state, stance)
                 remaining = phase.t_end - t
                 a = largest_capturable_impulse(params, xi, unit, side,
                                                touchdown_times(elapsed, remaining, None), steps)
@@ -264,7 +273,7 @@ def needed(setup: Setup, robot: RobotModel, adjust: StepAdjustmentParameters | N
     stance = np.asarray(phase.foot(phase.swing_foot.other).position[:2])
     t = phase.t_start + elapsed
     state = state_at(t)
-    xi = state[0] + state[1] / setup.omega - stance
+    xi = setup.dcm_in(state, stance)
     remaining = phase.t_end - t
     times = touchdown_times(elapsed, remaining, adjust)
     unit = DIRECTIONS[direction]
@@ -358,7 +367,7 @@ def main(argv=None) -> None:
             elapsed = PHASES[2][1]
             state = state_at(phase.t_start + elapsed)
             stance = np.asarray(phase.foot(phase.swing_foot.other).position[:2])
-            xi = state[0] + state[1] / setup.omega - stance
+            xi = setup.dcm_in(state, stance)
             params = walk_parameters(setup, single_support_duration=swing, double_support_duration=double)
             remaining = phase.t_end - phase.t_start - elapsed
             cells.append(cell(*(largest_capturable_impulse(params, xi, DIRECTIONS["outward"], 1,
