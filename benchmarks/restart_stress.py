@@ -144,7 +144,6 @@ def main() -> int:
     if robot == "upkie" and len(args.nodes) > 1:
         parser.error("wheel_contact runs in upkie's graph: restart it alone")
     dead = []
-    loops: List[float] = []
     rows: List[tuple] = []  # (node, loop heard by the probe [s], loop as the robot sees it [s] or NaN)
     with tempfile.TemporaryDirectory() as temporary:
         processes = GraphProcesses(robot, "kinematic", log_dir=Path(args.log_dir or temporary) / robot)
@@ -194,7 +193,6 @@ def main() -> int:
                         print(f"  after holding: loop {'back' if not math.isnan(later) else 'still dead'}",
                               flush=True)
                 else:
-                    loops.append(loop)
                     time.sleep(args.settle)
                     robot = robot_view(processes, node, wall)
                     rows.append((node, loop, robot))
@@ -203,7 +201,7 @@ def main() -> int:
         finally:
             probe.close()
             processes.stop()
-    loops.sort()
+    loops = sorted(r[1] for r in rows)  # the live restarts' loops, heard by the probe
     median = loops[len(loops) // 2] if loops else float("nan")
     print(f"\n{' '.join(args.nodes)}: {len(dead)} dead links of {args.restarts} restarts {dead}; "
           f"loop back median {median:.2f} s, max {max(loops, default=float('nan')):.2f} s; "

@@ -241,7 +241,10 @@ class ProcessControl:
 
 
 def _stamp_ns(msg) -> int:
-    return msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+    """The header stamp [ns] of ``msg`` (imported here: this module loads without rclpy)."""
+    from walk_mpc.nodes.conversions import stamp_ns
+
+    return stamp_ns(msg.header.stamp)
 
 
 class GraphClient:
