@@ -124,6 +124,10 @@ def probe(args: argparse.Namespace) -> int:
             "latency_ms": [float(np.median(latency)), float(np.percentile(latency, 99)), float(latency.max())]
             if latency.size else [],
             "missed": int(sum(series["missed"])),
+            # of those, the misses whose sample the sim itself sent late (the stand-in hardware woke late)
+            "missed_after_late_sample": int(sum(m and late for m, late in zip(series["missed"],
+                                                                              series["sample_late"]))),
+            "sim_late_wakeups": None if end is None or deadlines is None else end[3] - deadlines[3],
             # the 20 ms control deadline (issue 19): the command came after the next control tick was due
             "over_control_period": int((latency > CONTROL_PERIOD_MS).sum()),
             "sim_missed": None if end is None or deadlines is None else end[0] - deadlines[0],
@@ -241,19 +245,20 @@ def run(count: int, args: argparse.Namespace, logs: Path) -> None:
     phases = "free" if args.mode == "bringup" else args.phases
     print(f"\n## {count} robot(s), {args.mode}, phases {phases}, {args.duration:.0f} s walking window"
           f"{' with the recorder' if args.recorder else ''}, load average {load:.1f}")
-    print("| robot | samples measured (sim) / latency messages | missed 10 ms deadlines | "
-          f"latency over {CONTROL_PERIOD_MS:.0f} ms | latency median / p99 / max [ms] | walk |\n"
-          "|---|---|---|---|---|---|")
+    print("| robot | samples measured (sim) / latency messages | missed 10 ms deadlines | of which the "
+          f"sample sent late | sim late wake-ups | latency over {CONTROL_PERIOD_MS:.0f} ms | "
+          "latency median / p99 / max [ms] | walk |\n|---|---|---|---|---|---|---|---|")
     for i, r in enumerate(results):
         if "error" in r:
-            print(f"| {i} | - | - | - | - | {r['error']} |")
+            print(f"| {i} | - | - | - | - | - | - | {r['error']} |")
             continue
         missed = r["sim_missed"] if r["sim_missed"] is not None else r["missed"]
         measured = r["sim_measured"] if r["sim_measured"] is not None else r["samples"]
         share = 100.0 * missed / measured if measured else float("nan")
         latency = " / ".join(f"{v:.1f}" for v in r["latency_ms"]) or "-"
+        late_wakeups = "-" if r["sim_late_wakeups"] is None else r["sim_late_wakeups"]
         print(f"| {i} | {measured} / {r['samples']} | {missed} ({share:.2f} %) | "
-              f"{r['over_control_period']} | {latency} | "
+              f"{r['missed_after_late_sample']} | {late_wakeups} | {r['over_control_period']} | {latency} | "
               f"{r['walk']} after step {r['steps']} |")
     kinds: Dict[str, List[float]] = {}
     still: Dict[str, List[float]] = {}

@@ -30,6 +30,7 @@ def test_demo_walks_four_steps_and_writes_a_decodable_recording_and_a_plot(tmp_p
     latency = next(line for line in run.stdout.splitlines() if "sensor -> joint command" in line)
     assert re.search(r"missed deadlines \d+ \(\d+\.\d %\)", latency), output
     assert re.search(r"missed deadlines \(sim\) +\d+ of \d+ samples", run.stdout), output
+    assert re.search(r"sim woke late +\d+ times \(largest \d+\.\d ms\)", run.stdout), output
     assert "demo: spin thread" not in output  # the demo's spin thread lived to the end (issue 21)
     assert (out / "walk.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     counts = collections.Counter()

@@ -52,7 +52,7 @@ from walk_mpc.graph import load_graph
 from walk_mpc.msg import ComReference, FootstepPlan, SensorState, TickTiming, WalkFeedback
 from walk_mpc.nodes._common import LATCHED_QOS
 from walk_mpc.nodes.ik import is_reference_tick
-from walk_mpc.nodes.sim import STATUS_DEADLINE_MISSED
+from walk_mpc.nodes.sim import STATUS_DEADLINE_MISSED, STATUS_SAMPLE_LATE
 from walk_mpc.tools.launch_graph import GraphProcesses
 from walk_mpc.tools.recorder import RecorderNode, graph_robot_frames
 from walk_mpc.tools.send_walk import (
@@ -87,15 +87,18 @@ RECORDED_TOPICS = [
 class LoopMonitor(Node):
     """Collects per-tick timings and the sensor -> joint command latency (measured by the sim node: from
     publishing a SensorState to receiving the JointTrajectory computed from it, ``sim/latency``), whether
-    each of those commands missed its deadline (``sim/latency`` status), and the sim's running deadline
-    count (``sim/deadlines``: missed, measured, share)."""
+    each of those commands missed its deadline and whether its sample went out late (``sim/latency``
+    status), and the sim's running deadline count (``sim/deadlines``: missed, measured, share, the sim's
+    late wake-ups and the largest)."""
 
     def __init__(self, **kwargs) -> None:
         super().__init__("walk_mpc_demo_monitor", **kwargs)
         self.timing: Dict[str, List[float]] = {"mpc": [], "ik": [], "mpc_tick": [], "ik_tick": []}
         self.latency: List[float] = []
         self.missed: List[bool] = []  # per latency sample: its command came after the next sample
-        self.deadlines: Optional[Tuple[int, int, float]] = None  # the sim's (missed, measured, share)
+        self.sample_late: List[bool] = []  # per latency sample: the sim sent it after a late wake-up
+        # the sim's (missed, measured, share, late wake-ups, largest wake-up lateness [s])
+        self.deadlines: Optional[Tuple[int, int, float, int, float]] = None
         self.ik_reference_ticks = 0  # ik ticks on a reference: the chain sensor -> planner -> ik is up
         self._reference_topic = self.resolve_topic_name("mpc/com_reference")
         self._lock = threading.Lock()
@@ -116,17 +119,20 @@ class LoopMonitor(Node):
             series = {name: list(values[starts[name]:]) for name, values in self.timing.items()}
             series["latency"] = list(self.latency[latency_start:])
             series["missed"] = list(self.missed[latency_start:])
+            series["sample_late"] = list(self.sample_late[latency_start:])
             return series
 
     def _on_latency(self, msg: TickTiming) -> None:
         with self._lock:
             self.latency.append(msg.tick_time)
             self.missed.append(bool(msg.status & STATUS_DEADLINE_MISSED))
+            self.sample_late.append(bool(msg.status & STATUS_SAMPLE_LATE))
 
     def _on_deadlines(self, msg: Float64MultiArray) -> None:
         if len(msg.data) >= 3:
+            late = (int(msg.data[3]), float(msg.data[4])) if len(msg.data) >= 5 else (0, 0.0)
             with self._lock:
-                self.deadlines = (int(msg.data[0]), int(msg.data[1]), float(msg.data[2]))
+                self.deadlines = (int(msg.data[0]), int(msg.data[1]), float(msg.data[2]), *late)
 
     def _on_timing(self, name: str, msg: TickTiming) -> None:
         with self._lock:
@@ -353,9 +359,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         missed = monitor.missed[:len(startup)]
         print(f"  before the walk         {_stats(startup)}   {_missed(missed)}  (graph start-up)")
     if monitor.deadlines is not None:
-        missed, measured, share = monitor.deadlines
+        missed, measured, share, late, lateness = monitor.deadlines
         print(f"  missed deadlines (sim)  {missed} of {measured} samples ({100.0 * share:.1f} %) from the "
               "sim's start to its last report: command after the next sample (sim/deadlines)")
+        print(f"  sim woke late           {late} times (largest {1e3 * lateness:.1f} ms): samples the "
+              "stand-in hardware itself sent late (sim.late_wakeup_threshold)")
     print(f"Recording: {mcap_path} ({recorder.recorder.count} messages)")
     try:
         from walk_mpc.core.body.robot import RobotModel

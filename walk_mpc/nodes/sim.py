@@ -17,15 +17,22 @@ Topics (names relative to the node's namespace):
   time from handing that sample to the middleware to the start of the command's callback here, on the
   steady clock: the control loop's round trip through the graph as the robot sees it
   (``header.stamp`` = the sample's stamp; first command per sample only); ``status`` =
-  ``STATUS_DEADLINE_MISSED`` (1) when that command missed its deadline (see below), else 0;
+  ``STATUS_DEADLINE_MISSED`` (1) when that command missed its deadline (see below), plus
+  ``STATUS_SAMPLE_LATE`` (2) when the sample itself went out late (a late wake-up, below), else 0;
 * publishes ``deadline_topic`` if set (``std_msgs/Float64MultiArray``, reliable, transient local, depth 1):
-  the deadline accounting of the control loop, ``data = [missed, measured, share]``. A sample is
+  the deadline accounting of the control loop, ``data = [missed, measured, share, late_wakeups,
+  max_wakeup_lateness]``. A sample is
   *measured* when a JointTrajectory stamped with its stamp arrives (first command per sample, within the
   last ``LATENCY_WINDOW`` samples); it *missed its deadline* when that command arrived (its callback
   started) after the next sample was published, i.e. too late to act before the next step of the plant;
   ``share = missed / measured`` (0 before any measure). Samples never answered are not counted. Published
-  at start (zeros), at each missed deadline and every ``DEADLINE_REPORT_SAMPLES`` measured samples; the
-  counts run from the node's start (``deadlines_missed``, ``deadlines_measured`` attributes);
+  at start (zeros), at each missed deadline, at each late wake-up and every ``DEADLINE_REPORT_SAMPLES``
+  measured samples; the counts run from the node's start (``deadlines_missed``, ``deadlines_measured``
+  attributes).
+  ``late_wakeups`` counts the samples whose timer callback (the simulated hardware's own cycle) started more
+  than ``late_wakeup_threshold`` after it was due, and ``max_wakeup_lateness`` [s] is the largest such delay
+  (attributes of the same names): a sample sent late leaves the controllers less than a period, so a miss
+  that follows one is the stand-in hardware's stall, not the control loop's;
 * subscribes ``commands_topic`` if set (``std_msgs/Float64MultiArray``, best effort): positions for
   ``command_joint_names`` (empty = the model's joints in model order), reached at once (after the plant's
   latency and lag).
@@ -88,6 +95,12 @@ LATENCY_WINDOW = 128
 
 #: ``TickTiming.status`` of a ``latency_topic`` message whose command arrived after the next sample.
 STATUS_DEADLINE_MISSED = 1
+#: ``sim/latency`` status bit: the sample went out after a late wake-up of the sim
+#: (``late_wakeup_threshold``).
+STATUS_SAMPLE_LATE = 2
+
+#: The fields of ``deadline_topic``'s data, in order (its layout label).
+DEADLINE_FIELDS = "missed,measured,share,late_wakeups,max_wakeup_lateness"
 
 #: ``deadline_topic`` is published (besides each miss) every this many measured samples (1 s at 10 ms).
 DEADLINE_REPORT_SAMPLES = 100
@@ -109,7 +122,8 @@ class SimNodeParameters:
             listening to both would apply the ik's two outputs of the same tick one after the other).
         fall_topic: Fall flag output.
         latency_topic: Sensor -> command latency output ('' = not measured).
-        deadline_topic: Deadline accounting output: missed deadlines, measured samples, share ('' = none).
+        deadline_topic: Deadline accounting output: missed deadlines, measured samples, share, late
+            wake-ups, largest wake-up lateness ('' = none).
         command_joint_names: Joint order of ``commands_topic`` (empty = the model's joint order).
         frame_id: ``header.frame_id`` of the SensorState (the world frame of the base pose).
         kinematic: Plant parameters of a legged robot (kinematic and MuJoCo backends).
@@ -126,6 +140,8 @@ class SimNodeParameters:
             at ``k * period + phase_offset``. Robots sharing one computer get different offsets so that
             their control ticks do not start at the same instant and queue for the CPUs
             (``benchmarks/multi_robot.py``). -1 = no alignment: the timer starts with the node.
+        late_wakeup_threshold: [s] A sample whose timer callback starts more than this after it was due (the
+            node's clock, the timer's phase) is a late wake-up of the simulated hardware (``deadline_topic``).
     """
 
     backend: str = "kinematic"
@@ -146,6 +162,7 @@ class SimNodeParameters:
     command_max_lead: float = 0.5
     command_silence_report: float = 0.1
     phase_offset: float = -1.0
+    late_wakeup_threshold: float = 0.002
 
     def __post_init__(self) -> None:
         if self.phase_offset != -1.0 and not (math.isfinite(self.phase_offset) and self.phase_offset >= 0.0):
@@ -154,6 +171,7 @@ class SimNodeParameters:
         check_positive("command_max_age", self.command_max_age)
         check_positive("command_max_lead", self.command_max_lead)
         check_positive("command_silence_report", self.command_silence_report)
+        check_positive("late_wakeup_threshold", self.late_wakeup_threshold)
         check_choice("backend", self.backend, sorted(BACKENDS))
         check_choice("robot_type", self.robot_type, ROBOT_TYPES)
         check_positive("real_time_factor", self.real_time_factor)
@@ -196,6 +214,13 @@ def _quaternion(q) -> Quaternion:
 def _doubles(values) -> array.array:
     """A float64[] message field of an array, without the per-element checks of the message setter."""
     return array.array("d", np.ascontiguousarray(values, dtype=float).tobytes())
+
+
+def wakeup_lateness_ns(now_ns: int, origin_ns: int, period_ns: int) -> int:
+    """How long [ns] after its due time a periodic timer of period ``period_ns`` started at ``origin_ns`` (due
+    at ``origin_ns + k * period_ns``) runs at ``now_ns``: in [0, period_ns) (a timer runs no earlier than due;
+    a call more than a period late is one of the later periods, rcl skipping the ones missed)."""
+    return (int(now_ns) - int(origin_ns)) % int(period_ns)
 
 
 def sensor_state_msg(sample: SensorSample, stamp_ns: int, frame_id: str = "world") -> SensorState:
@@ -280,10 +305,13 @@ class SimNode(GraphNode):
         self._deadline_pub = (self.create_publisher(Float64MultiArray, params.deadline_topic, latched)
                               if params.deadline_topic else None)
         self._measuring = self._latency_pub is not None or self._deadline_pub is not None
-        self._sent_ns: OrderedDict[int, int] = OrderedDict()  # sample stamp -> steady clock at publication
+        # sample stamp -> (steady clock at publication, whether its wake-up was late)
+        self._sent_ns: OrderedDict[int, tuple[int, bool]] = OrderedDict()
         self._published_stamp_ns = -1  # stamp of the last sample published
         self.deadlines_missed = 0  # measured samples whose command arrived after the next sample
         self.deadlines_measured = 0  # samples whose command arrived
+        self.late_wakeups = 0  # timer callbacks that started more than late_wakeup_threshold after due
+        self.max_wakeup_lateness = 0.0  # [s] the largest of those delays
         self._trajectory_sub = self.create_subscription(
             JointTrajectory, params.trajectory_topic, self._on_trajectory, stream_input_qos(), raw=True)
         self._commands_sub = None
@@ -299,6 +327,9 @@ class SimNode(GraphNode):
         if params.phase_offset >= 0.0:
             self._wait_for_phase(round(wall_period * 1e9), round(params.phase_offset * 1e9))
         self._timer = self.create_timer(wall_period, self._on_timer)
+        self._timer_origin_ns = self.get_clock().now().nanoseconds  # the timer's phase: due at origin + k T
+        self._wall_period_ns = round(wall_period * 1e9)
+        self._late_threshold_ns = round(params.late_wakeup_threshold * 1e9)
         inputs = [self._trajectory_sub.topic_name] + (
             [self._commands_sub.topic_name] if self._commands_sub is not None else [])
         self.get_logger().info(
@@ -320,12 +351,19 @@ class SimNode(GraphNode):
         return self._start_ns + step * self._period_ns
 
     def _on_timer(self) -> None:
+        lateness_ns = wakeup_lateness_ns(self.get_clock().now().nanoseconds, self._timer_origin_ns,
+                                         self._wall_period_ns)
+        late = lateness_ns > self._late_threshold_ns
+        if late:
+            self.late_wakeups += 1
+            self.max_wakeup_lateness = max(self.max_wakeup_lateness, lateness_ns * 1e-9)
+            self._publish_deadlines()
         state = self.backend.step()
         stamp_ns = self.stamp_ns(state.step_count)
         sample = self.backend.sensor_sample()
         msg = sensor_state_cdr(sample, stamp_ns, self.params.frame_id)  # serialized: no message objects
         if self._measuring:
-            self._sent_ns[stamp_ns] = time.monotonic_ns()
+            self._sent_ns[stamp_ns] = (time.monotonic_ns(), late)
             if len(self._sent_ns) > LATENCY_WINDOW:
                 self._sent_ns.popitem(last=False)
         self._sensor_pub.publish(msg)
@@ -387,11 +425,11 @@ class SimNode(GraphNode):
             self._accepted_command()
         except WalkMpcError as exc:
             self._reject("joint_trajectory", exc)
-        sent_ns = self._sent_ns.pop(stamp_ns, None)
-        if sent_ns is not None:  # after applying the command: measuring does not delay it
-            self._account(fields, stamp_ns, received_ns - sent_ns)
+        sent = self._sent_ns.pop(stamp_ns, None)
+        if sent is not None:  # after applying the command: measuring does not delay it
+            self._account(fields, stamp_ns, received_ns - sent[0], sent[1])
 
-    def _account(self, fields, stamp_ns: int, latency_ns: int) -> None:
+    def _account(self, fields, stamp_ns: int, latency_ns: int, sample_late: bool = False) -> None:
         """Latency and deadline of the sample stamped ``stamp_ns``, answered by the command of ``fields``."""
         missed = self._published_stamp_ns > stamp_ns  # the next sample went out before this command came
         self.deadlines_measured += 1
@@ -400,7 +438,8 @@ class SimNode(GraphNode):
             header = Header(stamp=Time(sec=fields.sec, nanosec=fields.nanosec), frame_id=fields.frame_id)
             self._latency_pub.publish(TickTiming(header=header, component="sensor_to_command",
                                                  tick_time=latency_ns * 1e-9,
-                                                 status=STATUS_DEADLINE_MISSED if missed else 0))
+                                                 status=(STATUS_DEADLINE_MISSED if missed else 0)
+                                                 | (STATUS_SAMPLE_LATE if sample_late else 0)))
         if missed or self.deadlines_measured % DEADLINE_REPORT_SAMPLES == 0:
             self._publish_deadlines()
 
@@ -408,8 +447,9 @@ class SimNode(GraphNode):
         if self._deadline_pub is None:
             return
         measured, missed = self.deadlines_measured, self.deadlines_missed
-        msg = Float64MultiArray(data=[float(missed), float(measured), missed / measured if measured else 0.0])
-        msg.layout.dim = [MultiArrayDimension(label="missed,measured,share", size=3, stride=3)]
+        msg = Float64MultiArray(data=[float(missed), float(measured), missed / measured if measured else 0.0,
+                                      float(self.late_wakeups), self.max_wakeup_lateness])
+        msg.layout.dim = [MultiArrayDimension(label=DEADLINE_FIELDS, size=5, stride=5)]
         self._deadline_pub.publish(msg)
 
     def _on_commands(self, msg: Float64MultiArray) -> None:
