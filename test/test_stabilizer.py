@@ -240,3 +240,73 @@ def test_on_known_sloped_ground_the_sole_offsets_are_the_ground_tilt_with_the_an
     stabilizer.set_reference(level)
     for foot in Foot:
         assert stabilizer.output.sole_offsets[foot][:2] == tuple(float(a) for a in ankle[foot])
+
+
+def _tipping_stance(talos, pitch: float, stance=(Foot.RIGHT,), **params):
+    """The stabilizer's CoM offset (x, y) [m] and log after 30 samples standing on the right sole alone (the
+    left off the ground, planned ``stance``), the robot turned by ``pitch`` [rad] about the world y axis (the
+    IMU's orientation: its soles then measured pitched by it; > 0 over the toes, the measured CoM and DCM
+    ahead of the reference), the reference the standing CoM (``params``: further StabilizerParameters; no
+    ankle admittance: the commanded sole stays flat)."""
+    import pinocchio as pin
+
+    feet = talos.foot_poses(talos.reference_configuration())
+    soles = {Foot.LEFT: (feet[talos.left_foot_frame][0], 0.0),
+             Foot.RIGHT: (feet[talos.right_foot_frame][0], 0.0)}
+    sample = _standing_samples(talos, 30)[-1]
+    turned = []
+    for x, y, z, w in np.asarray(sample.imu_orientation_xyzw, dtype=float):
+        rotation = pin.Quaternion(w, x, y, z).toRotationMatrix()
+        q = pin.Quaternion(pin.rpy.rpyToMatrix(0.0, pitch, 0.0) @ rotation)
+        turned.append([q.x, q.y, q.z, q.w])
+    sample = _with_forces(dataclasses.replace(sample, imu_orientation_xyzw=np.array(turned)), 0.0, 900.0)
+    stabilizer = Stabilizer(talos, StabilizerParameters(enabled=True, cop_admittance=0.0, **params))
+    stamp = 10**12
+    for _ in range(30):
+        stamp += 10**7
+        stabilizer.set_reference(_reference(talos, stamp, (0.0, 0.0, 0.0)))
+        out = stabilizer.observe(stamp, sample, soles, stance, walking=True)
+    return np.array(out.com_offset[:2]), stabilizer.log()
+
+
+@pytest.mark.parametrize("pitch", [0.14, -0.14])
+def test_a_stance_sole_tipping_over_its_toe_or_heel_with_the_dcm_beyond_it_has_the_com_target_follow_the_com(
+        talos, pitch):
+    """With ``tip_angle``, the planned stance sole alone on the ground and measured turned 8 degrees over its
+    toe (heel) with the DCM beyond that edge: the CoM target follows the measured CoM (the IK's posture then
+    has the sole flat where the robot is; on MuJoCo the robot turned about the stance toe by the 9 cm its
+    CoM target lagged, the swinging foot landed short and toe first). Without, the CoM target moves
+    against the DCM error."""
+    reference_x = float(talos.com(talos.reference_configuration())[0])
+    sole_x = float(talos.foot_poses(talos.reference_configuration())[talos.right_foot_frame][0][0])
+    offset, log = _tipping_stance(talos, pitch, tip_angle=0.035, tip_com_offset_limit=0.3)
+    ahead = log["dcm"][0] - sole_x
+    assert ahead > 0.09 if pitch > 0.0 else ahead < -0.09  # beyond the toe (heel), the margin inside it
+    assert offset[0] == pytest.approx(log["dcm"][0] - reference_x, abs=0.01)  # at rest: the DCM is the CoM
+    before, _ = _tipping_stance(talos, pitch)
+    assert np.sign(before[0]) == -np.sign(pitch)
+
+
+def test_the_com_target_does_not_follow_without_a_single_tipping_stance_sole_or_with_the_dcm_inside_it(talos):
+    """The CoM offsets are those without ``tip_angle``, bit for bit, when the sole is turned less than it, or
+    both soles are planned on the ground (a double support), or the DCM is not beyond the edge the sole
+    turns over (here turned over the heel with the DCM ahead of it: a sample turned over the toe, the
+    commanded sole pitched further); and the parameter refuses negative values."""
+    for pitch, stance, params in ((0.02, (Foot.RIGHT,), {}), (0.14, (Foot.LEFT, Foot.RIGHT), {})):
+        assert np.array_equal(_tipping_stance(talos, pitch, stance, tip_angle=0.035, **params)[0],
+                              _tipping_stance(talos, pitch, stance, **params)[0])
+    stabilizer = Stabilizer(talos, StabilizerParameters(enabled=True, tip_angle=0.035))
+    stabilizer._dcm = np.array([0.05, 0.0])  # ahead of the sole's frame, behind its toe
+    turned = sole_rotation(0.0, 0.0, 0.1)
+    assert stabilizer._tipping(Foot.RIGHT, (np.zeros(3), turned), 0.0) is None  # over the toe, DCM inside
+    stabilizer._dcm = np.array([0.095, 0.0])  # beyond the toe's margin
+    assert stabilizer._tipping(Foot.RIGHT, (np.zeros(3), turned), 0.0) == pytest.approx([1.0, 0.0])
+    assert stabilizer._tipping(Foot.RIGHT, (np.zeros(3), sole_rotation(0.0, 0.0, -0.1)), 0.0) is None
+    stabilizer._ankle[Foot.RIGHT] = np.array([0.0, 0.1])  # commanded pitched as measured: no tipping
+    assert stabilizer._tipping(Foot.RIGHT, (np.zeros(3), turned), 0.0) is None
+    for name in ("tip_angle", "tip_com_offset_limit"):
+        with pytest.raises(ParameterError, match=name):
+            StabilizerParameters(**{name: -0.01})
+    for name in ("tip_com_follow_time", "tip_release_time"):
+        with pytest.raises(ParameterError, match=name):
+            StabilizerParameters(**{name: 0.0})
