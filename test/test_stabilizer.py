@@ -298,12 +298,13 @@ def test_the_com_target_does_not_follow_without_a_single_tipping_stance_sole_or_
     stabilizer = Stabilizer(talos, StabilizerParameters(enabled=True, tip_angle=0.035))
     stabilizer._dcm = np.array([0.05, 0.0])  # ahead of the sole's frame, behind its toe
     turned = sole_rotation(0.0, 0.0, 0.1)
-    assert stabilizer._tipping(Foot.RIGHT, (np.zeros(3), turned), 0.0) is None  # over the toe, DCM inside
+    assert not stabilizer._tips(Foot.RIGHT, (np.zeros(3), turned), 0.0)  # over the toe, DCM inside
     stabilizer._dcm = np.array([0.095, 0.0])  # beyond the toe's margin
-    assert stabilizer._tipping(Foot.RIGHT, (np.zeros(3), turned), 0.0) == pytest.approx([1.0, 0.0])
-    assert stabilizer._tipping(Foot.RIGHT, (np.zeros(3), sole_rotation(0.0, 0.0, -0.1)), 0.0) is None
+    assert stabilizer._tips(Foot.RIGHT, (np.zeros(3), turned), 0.0)
+    heel = sole_rotation(0.0, 0.0, -0.1)
+    assert not stabilizer._tips(Foot.RIGHT, (np.zeros(3), heel), 0.0)  # over the heel, DCM ahead
     stabilizer._ankle[Foot.RIGHT] = np.array([0.0, 0.1])  # commanded pitched as measured: no tipping
-    assert stabilizer._tipping(Foot.RIGHT, (np.zeros(3), turned), 0.0) is None
+    assert not stabilizer._tips(Foot.RIGHT, (np.zeros(3), turned), 0.0)
     for name in ("tip_angle", "tip_com_offset_limit"):
         with pytest.raises(ParameterError, match=name):
             StabilizerParameters(**{name: -0.01})

@@ -313,7 +313,6 @@ class Stabilizer:
         self._com_offset = np.zeros(2)  # the CoM target's offset [m]
         self._com_admittance = np.zeros(2)  # its admittance part [m]
         self._tip_offset = np.zeros(2)  # its part following the measured CoM while a sole tips [m]
-        self._tipping_now = False  # whether the latest sample found the stance sole tipping (tip_angle)
         self._ankle = {Foot.LEFT: np.zeros(2), Foot.RIGHT: np.zeros(2)}  # (roll, pitch) [rad]
         self._height_difference = 0.0  # z_L - z_R [m]
         self._swinging = {Foot.LEFT: False, Foot.RIGHT: False}  # not landed since a planned swing
@@ -468,12 +467,12 @@ class Stabilizer:
             push = push + p.dcm_com_gain * error
         # Tipping (tip_angle): the planned stance sole, alone on the ground, turned over its toe (heel) with
         # the DCM beyond that edge: the CoM target follows the measured CoM (the CoM shift paused).
-        heading = None
+        tipping = False
         if p.tip_angle > 0.0 and len(set(planned_stance)) == 1:
             stance = planned_stance[0]
             if contact[stance] and not contact[stance.other]:
-                heading = self._tipping(stance, sole_poses[stance], soles[stance][1])
-        if heading is not None:
+                tipping = self._tips(stance, sole_poses[stance], soles[stance][1])
+        if tipping:
             push = np.zeros(2)
         self._com_admittance = self._com_admittance * leak - push * dt
         self._com_offset = self._com_admittance.copy()
@@ -482,7 +481,7 @@ class Stabilizer:
             self._com_offset *= p.com_offset_limit / norm
             self._com_admittance = np.clip(self._com_admittance, -p.com_offset_limit, p.com_offset_limit)
         if p.tip_angle > 0.0:
-            if heading is not None:
+            if tipping:
                 follow = com[:2] - com_ref[:2] - self._com_offset  # the CoM target onto the measured CoM
                 self._tip_offset = self._tip_offset + (follow - self._tip_offset) * min(
                     1.0, dt / p.tip_com_follow_time)
@@ -492,7 +491,6 @@ class Stabilizer:
             else:
                 self._tip_offset = self._tip_offset * math.exp(-dt / p.tip_release_time)
             self._com_offset = self._com_offset + self._tip_offset
-        self._tipping_now = heading is not None
         # Ankle admittance: rotate with the torque error (tau_x = f y, tau_y = -f x in the sole frame).
         swing_leak = math.exp(-dt / p.swing_leak_time)
         for foot in Foot:
@@ -550,11 +548,11 @@ class Stabilizer:
                      "forces": [forces[Foot.LEFT], forces[Foot.RIGHT]]}
         return self._output
 
-    def _tipping(self, foot: Foot, pose: tuple, yaw: float) -> Optional[np.ndarray]:
-        """The heading (world x, y unit vector) of the sole of ``foot`` (measured ``pose``: position,
-        rotation; commanded ``yaw`` [rad]) when it is pitched more than ``tip_angle`` from its commanded
-        orientation over its toe (heel up) with the measured DCM beyond its front edge, or over its heel
-        with the DCM beyond its back edge (the support margin inside them); else None."""
+    def _tips(self, foot: Foot, pose: tuple, yaw: float) -> bool:
+        """Whether the sole of ``foot`` (measured ``pose``: position, rotation; commanded ``yaw`` [rad]) is
+        pitched more than ``tip_angle`` from its commanded orientation over its toe (heel up) with the
+        measured DCM beyond its front edge, or over its heel with the DCM beyond its back edge (the support
+        margin inside them)."""
         p = self.params
         position, rotation = pose
         tilt_roll, tilt_pitch = self._tilt[foot]
@@ -563,12 +561,11 @@ class Stabilizer:
         normal = commanded.T @ rotation[:, 2]  # the measured sole normal in the commanded sole frame
         pitch = math.atan2(float(normal[0]), float(normal[2]))  # > 0: over the toe (heel up)
         if abs(pitch) <= p.tip_angle:
-            return None
+            return False
         heading = np.array([math.cos(yaw), math.sin(yaw)])
         along = float((self._dcm - position[:2]) @ heading)
-        beyond = (along > p.sole_front - p.support_margin if pitch > 0.0
-                  else along < -(p.sole_back - p.support_margin))
-        return heading if beyond else None
+        return (along > p.sole_front - p.support_margin if pitch > 0.0
+                else along < -(p.sole_back - p.support_margin))
 
     def _measure(self, sample: SensorSample, soles: dict, contact: dict, forces: dict) -> Optional[tuple]:
         """(CoM [m], CoM velocity [m/s], Foot -> (sole position, sole rotation)) of the sample, or None."""
