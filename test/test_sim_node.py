@@ -239,10 +239,11 @@ def test_commands_arriving_after_the_next_sample_are_counted_as_missed_deadlines
 def test_wakeup_lateness_is_the_delay_after_the_last_due_time():
     from walk_mpc.nodes.sim import wakeup_lateness_ns
 
-    assert wakeup_lateness_ns(1_000 + 3 * PERIOD_NS, 1_000, PERIOD_NS) == 0  # on time
-    assert wakeup_lateness_ns(1_000 + 3 * PERIOD_NS + 2_500_000, 1_000, PERIOD_NS) == 2_500_000
+    assert wakeup_lateness_ns(PERIOD_NS, PERIOD_NS) == 0  # on time: the next call a whole period away
+    assert wakeup_lateness_ns(PERIOD_NS - 2_500_000, PERIOD_NS) == 2_500_000
     # more than a period late: rcl skipped the periods missed, the delay is after the last one
-    assert wakeup_lateness_ns(1_000 + 7 * PERIOD_NS + 400, 1_000, PERIOD_NS) == 400
+    assert wakeup_lateness_ns(PERIOD_NS - 400, PERIOD_NS) == 400
+    assert wakeup_lateness_ns(None, PERIOD_NS) == 0  # a timer that cannot tell
 
 
 def test_a_stalled_sim_counts_its_late_wakeups_and_flags_the_samples_sent_late(start_node, probe):

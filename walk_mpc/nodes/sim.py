@@ -141,7 +141,7 @@ class SimNodeParameters:
             their control ticks do not start at the same instant and queue for the CPUs
             (``benchmarks/multi_robot.py``). -1 = no alignment: the timer starts with the node.
         late_wakeup_threshold: [s] A sample whose timer callback starts more than this after it was due (the
-            node's clock, the timer's phase) is a late wake-up of the simulated hardware (``deadline_topic``).
+            timer's own schedule) is a late wake-up of the simulated hardware (``deadline_topic``).
     """
 
     backend: str = "kinematic"
@@ -216,11 +216,13 @@ def _doubles(values) -> array.array:
     return array.array("d", np.ascontiguousarray(values, dtype=float).tobytes())
 
 
-def wakeup_lateness_ns(now_ns: int, origin_ns: int, period_ns: int) -> int:
-    """How long [ns] after its due time a periodic timer of period ``period_ns`` started at ``origin_ns`` (due
-    at ``origin_ns + k * period_ns``) runs at ``now_ns``: in [0, period_ns) (a timer runs no earlier than due;
-    a call more than a period late is one of the later periods, rcl skipping the ones missed)."""
-    return (int(now_ns) - int(origin_ns)) % int(period_ns)
+def wakeup_lateness_ns(until_next_ns: Optional[int], period_ns: int) -> int:
+    """How long [ns] after its due time a periodic rcl timer's callback runs, from the timer's own time until
+    its next call (``Timer.time_until_next_call()`` in the callback: rcl has moved the next call to the first
+    phase point after now, skipping the periods missed): in [0, period_ns); 0 when the timer cannot tell."""
+    if until_next_ns is None:
+        return 0
+    return max(0, int(period_ns) - int(until_next_ns)) % int(period_ns)
 
 
 def sensor_state_msg(sample: SensorSample, stamp_ns: int, frame_id: str = "world") -> SensorState:
@@ -327,7 +329,6 @@ class SimNode(GraphNode):
         if params.phase_offset >= 0.0:
             self._wait_for_phase(round(wall_period * 1e9), round(params.phase_offset * 1e9))
         self._timer = self.create_timer(wall_period, self._on_timer)
-        self._timer_origin_ns = self.get_clock().now().nanoseconds  # the timer's phase: due at origin + k T
         self._wall_period_ns = round(wall_period * 1e9)
         self._late_threshold_ns = round(params.late_wakeup_threshold * 1e9)
         inputs = [self._trajectory_sub.topic_name] + (
@@ -351,8 +352,7 @@ class SimNode(GraphNode):
         return self._start_ns + step * self._period_ns
 
     def _on_timer(self) -> None:
-        lateness_ns = wakeup_lateness_ns(self.get_clock().now().nanoseconds, self._timer_origin_ns,
-                                         self._wall_period_ns)
+        lateness_ns = wakeup_lateness_ns(self._timer.time_until_next_call(), self._wall_period_ns)
         late = lateness_ns > self._late_threshold_ns
         if late:
             self.late_wakeups += 1
