@@ -555,10 +555,7 @@ class Stabilizer:
         margin inside them)."""
         p = self.params
         position, rotation = pose
-        tilt_roll, tilt_pitch = self._tilt[foot]
-        commanded = sole_rotation(yaw, tilt_roll, tilt_pitch) @ sole_rotation(
-            0.0, float(self._ankle[foot][0]), float(self._ankle[foot][1]))
-        normal = commanded.T @ rotation[:, 2]  # the measured sole normal in the commanded sole frame
+        normal = self._commanded_sole(foot, yaw).T @ rotation[:, 2]  # measured normal, commanded sole frame
         pitch = math.atan2(float(normal[0]), float(normal[2]))  # > 0: over the toe (heel up)
         if abs(pitch) <= p.tip_angle:
             return False
@@ -616,6 +613,13 @@ class Stabilizer:
         self._dcm = None
         self._publish()
 
+    def _commanded_sole(self, foot: Foot, yaw: float = 0.0) -> np.ndarray:
+        """The rotation of the sole of ``foot`` the output commands (yaw ``yaw`` [rad]): the reference's
+        ground tilt, then the ankle offsets about the tilted sole's axes (module docstring)."""
+        tilt_roll, tilt_pitch = self._tilt[foot]
+        return sole_rotation(yaw, tilt_roll, tilt_pitch) @ sole_rotation(
+            0.0, float(self._ankle[foot][0]), float(self._ankle[foot][1]))
+
     def _publish(self) -> None:
         half = 0.5 * self._height_difference
         com = np.array([self._com_offset[0], self._com_offset[1], 0.0])
@@ -623,10 +627,8 @@ class Stabilizer:
         sole_offsets = {}
         for foot, height in ((Foot.LEFT, half), (Foot.RIGHT, -half)):
             roll, pitch = float(self._ankle[foot][0]), float(self._ankle[foot][1])
-            tilt_roll, tilt_pitch = self._tilt[foot]
-            if tilt_roll or tilt_pitch:  # the offsets about the tilted sole's axes (module docstring)
-                roll, pitch = roll_pitch_of(sole_rotation(0.0, tilt_roll, tilt_pitch)
-                                            @ sole_rotation(0.0, roll, pitch))
+            if any(self._tilt[foot]):  # the offsets about the tilted sole's axes
+                roll, pitch = roll_pitch_of(self._commanded_sole(foot))
             sole_offsets[foot] = (roll, pitch, height)
         active = bool(np.any(com) or half or any(np.any(a) for a in self._ankle.values()))
         self._output = StabilizerOutput(com, sole_offsets, active)
