@@ -357,7 +357,6 @@ class SimNode(GraphNode):
         if late:
             self.late_wakeups += 1
             self.max_wakeup_lateness = max(self.max_wakeup_lateness, lateness_ns * 1e-9)
-            self._publish_deadlines()
         state = self.backend.step()
         stamp_ns = self.stamp_ns(state.step_count)
         sample = self.backend.sensor_sample()
@@ -368,6 +367,8 @@ class SimNode(GraphNode):
                 self._sent_ns.popitem(last=False)
         self._sensor_pub.publish(msg)
         self._published_stamp_ns = stamp_ns
+        if late:  # reported once the late sample is out, not before it
+            self._publish_deadlines()
         if state.fallen != self._fallen:
             self._publish_fall(state.fallen)
         last = self._last_command_time
