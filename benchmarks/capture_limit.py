@@ -28,7 +28,9 @@ The push is the exact 0.1 s constant force (its DCM shift as an impulse at its m
 :func:`~walk_mpc.core.control.capturability.push_dcm_shift`). Standing rows: the 0-step limit of both soles
 and the recovery steps (the first step by either foot, the push's middle taken as the decision: optimistic),
 with the default recovery step timing and the quick one of the fifth session (sway 0.05 s, swing 0.25 s,
-double support 0.1 s, ``max_backward`` 0.25 m, the crossover 0.15-0.3 m). Then, for each walking direction
+double support 0.1 s, ``max_backward`` 0.25 m, the crossover 0.15-0.3 m). Brisker gaits (0.2 m steps,
+single / double support 0.7 / 0.2 ... 0.4 / 0.1 s; the push at the middle of step 3's single support, later
+steps with that double support). Then, for each walking direction
 below 40 N s with 3 steps (pushed at the start of the single support or at the benchmark's time, (a) and (b)),
 what one limit alone would have to be for 40 N s.
 
@@ -69,7 +71,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TARGET = 40.0  # [N s] issue 18
 #: Measured largest walking pushes [N s] (docs/balance.md, stabilizer on, state estimated): the best setting
 #: and the default (no step adjustment).
-MEASURED_WALKING = {"forward": (34.4, 31.2, "SA, timing, zmp_inward_offset 0.035"),
+MEASURED_WALKING = {"forward": (40.6, 31.2, "SA, timing, zmp_inward_offset 0.035, tip_angle 0.035"),
                     "backward": (40.6, 34.4, "SA, pelvis_level_gain 1"),
                     "outward": (31.2, 15.6, "SA, timing, zmp_inward_offset 0.035"),
                     "inward": (34.4, 28.1, "SA, timing")}
@@ -139,9 +141,10 @@ def walk_parameters(setup: Setup, **changes) -> CapturabilityParameters:
     return CapturabilityParameters(**base)
 
 
-def nominal_walk(robot: RobotModel, zmp_inward_offset: float = 0.0):
-    """(timeline, planned CoM state at t (3, 2), the single support phase of step 3) of the pushes' walk."""
-    gait = robustness.Gait(steps=6)
+def nominal_walk(robot: RobotModel, zmp_inward_offset: float = 0.0, gait: robustness.Gait | None = None):
+    """(timeline, planned CoM state at t (3, 2), the single support phase of step 3) of the pushes' walk
+    (``gait``: another single / double support than the benchmark's 0.8 / 0.3 s, its 6 steps of 0.2 m)."""
+    gait = gait if gait is not None else robustness.Gait(steps=6)
     timeline = robustness.timeline_of(robot, gait)
     params = dataclasses.replace(default_planner_parameters(robot, robot.reference_configuration(),
                                                             ClosedLoopParameters().control_period),
@@ -219,6 +222,30 @@ def walking_table(setup: Setup, robot: RobotModel, adjust: StepAdjustmentParamet
                                                touchdown_times(elapsed, remaining, adjust), steps)
                 rows.append((name, steps, label, a, b, xi))
     return rows
+
+
+#: Brisker gaits than the benchmark's (single / double support [s]; the same 0.2 m steps).
+GAITS = ((0.8, 0.3), (0.7, 0.2), (0.6, 0.2), (0.5, 0.2), (0.6, 0.1), (0.5, 0.1), (0.4, 0.1))
+
+
+def gait_row(setup: Setup, robot: RobotModel, adjust: StepAdjustmentParameters, single: float, double: float,
+             zmp_inward_offset: float, fraction: float) -> dict:
+    """Direction -> ((a), (b)) [N s], 3 steps, a push at ``fraction`` of step 3's single support of a walk
+    with that ``single`` / ``double`` support [s] (every later step the shortest the limits allow, with
+    that double support)."""
+    gait = robustness.Gait(steps=6, single=single, double=double)
+    _, state_at, phase = nominal_walk(robot, zmp_inward_offset, gait)
+    stance = np.asarray(phase.foot(phase.swing_foot.other).position[:2])
+    params = walk_parameters(setup, double_support_duration=double,
+                             single_support_duration=max(setup.limits.min_duration - double, 0.1))
+    elapsed = round(single * fraction / 0.02) * 0.02  # on the planner's control periods
+    state = state_at(phase.t_start + elapsed)
+    xi = setup.dcm_in(state, stance)
+    remaining = phase.t_end - phase.t_start - elapsed
+    return {name: tuple(largest_capturable_impulse(params, xi, unit, 1,
+                                                   touchdown_times(elapsed, remaining, adj), 3)
+                        for adj in (None, adjust))
+            for name, unit in DIRECTIONS.items()}
 
 
 def standing_limit(setup: Setup, unit: tuple, steps: int, params: CapturabilityParameters, sway: float,
@@ -374,6 +401,17 @@ def main(argv=None) -> None:
                                                            touchdown_times(elapsed, remaining, adj), 3)
                                 for adj in (None, adjust))))
         print(f"| {swing} | {double} | " + " | ".join(cells) + " |")
+
+    print("\nBrisker gaits (0.2 m steps), 3 steps, the push at the middle of step 3's single support, "
+          "(a) / (b); forward; backward; outward; inward:")
+    print("| single / double support [s] | planned ZMP | zmp_inward_offset 0.035 m |")
+    print("|---|---|---|")
+    for single, double in GAITS:
+        cells = []
+        for offset in (0.0, 0.035):
+            row = gait_row(setup, robot, adjust, single, double, offset, 0.5)
+            cells.append("; ".join(cell(*row[name]) for name in DIRECTIONS))
+        print(f"| {single} / {double} | " + " | ".join(cells) + " |")
 
     print("\nStanding push [N s] (standing CoM, both soles), largest capturable with N steps; measured "
           "without a step / default recovery steps / best with recovery steps:")
