@@ -72,15 +72,6 @@ from walk_mpc.core.walk.step import Foot
 GRAVITY = 9.81  # [m/s^2]
 CORNER_NAMES = ("fl", "fr", "bl", "br")  # contact sensors of a sole: front-left, front-right, back-left, ...
 FOOT_PREFIXES = ("left_foot", "right_foot")  # contact sensor prefixes of the left and right soles
-import os as _os  # noqa: E402  (experiment switch, removed before commit)
-_ROLL_FULL = _os.environ.get("TIP_ROLL_FULL", "0") == "1"
-_ROLL_INNER = _os.environ.get("TIP_ROLL_INNER", "0") == "1"
-_ROLL_NOPAUSE = _os.environ.get("TIP_ROLL_NOPAUSE", "0") == "1"
-_ROLL_KEEP = _os.environ.get("TIP_ROLL_KEEP", "0") == "1"
-_DS_TIP = _os.environ.get("TIP_DS", "0") == "1"
-_SWING_COMP = _os.environ.get("SWING_COMP", "0") == "1"
-_SWING_COMP_MODE = _os.environ.get("SWING_COMP_MODE", "both")
-_SWING_COMP_LEAK = float(_os.environ.get("SWING_COMP_LEAK", "0.3"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -199,7 +190,6 @@ class StabilizerParameters:
     tip_com_follow_time: float = 0.05
     tip_com_offset_limit: float = 0.1
     tip_release_time: float = 0.3
-    tip_roll_angle: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("enabled", "use_base_estimate"):
@@ -210,7 +200,7 @@ class StabilizerParameters:
                      "cop_admittance", "ankle_offset_limit", "force_difference_admittance",
                      "landing_confirm_time", "landing_confirm_drop", "landing_window",
                      "height_offset_limit", "min_contact_force", "support_margin", "tip_angle",
-                     "tip_com_offset_limit", "tip_roll_angle"):
+                     "tip_com_offset_limit"):
             check_nonnegative(name, getattr(self, name))
         for name in ("dcm_integral_time", "leak_time", "swing_leak_time", "sole_front", "sole_back",
                      "sole_left", "sole_right", "tip_com_follow_time", "tip_release_time"):
@@ -323,7 +313,6 @@ class Stabilizer:
         self._com_offset = np.zeros(2)  # the CoM target's offset [m]
         self._com_admittance = np.zeros(2)  # its admittance part [m]
         self._tip_offset = np.zeros(2)  # its part following the measured CoM while a sole tips [m]
-        self._swing_comp = {Foot.LEFT: np.zeros(3), Foot.RIGHT: np.zeros(3)}  # EXPERIMENT (roll, pitch, dz)
         self._ankle = {Foot.LEFT: np.zeros(2), Foot.RIGHT: np.zeros(2)}  # (roll, pitch) [rad]
         self._height_difference = 0.0  # z_L - z_R [m]
         self._swinging = {Foot.LEFT: False, Foot.RIGHT: False}  # not landed since a planned swing
@@ -476,54 +465,31 @@ class Stabilizer:
                     > p.dcm_com_release_distance)
         if not released:
             push = push + p.dcm_com_gain * error
-        # Tipping (tip_angle, tip_roll_angle): the planned stance sole, alone on the ground, turned over its toe
-        # (heel) or its outer (inner) edge with the DCM beyond that edge: the CoM target follows the measured CoM
-        # (the CoM shift paused).
+        # Tipping (tip_angle): the planned stance sole, alone on the ground, turned over its toe (heel) with
+        # the DCM beyond that edge: the CoM target follows the measured CoM (the CoM shift paused).
         tipping = False
-        tipping_roll = False
-        tip_on = p.tip_angle > 0.0 or p.tip_roll_angle > 0.0
-        if tip_on and len(set(planned_stance)) == 1:
+        if p.tip_angle > 0.0 and len(set(planned_stance)) == 1:
             stance = planned_stance[0]
             if contact[stance] and not contact[stance.other]:
-                if p.tip_angle > 0.0:
-                    tipping = self._tips(stance, sole_poses[stance], soles[stance][1])
-                if p.tip_roll_angle > 0.0 and not tipping:
-                    tipping_roll = self._tips_roll(stance, sole_poses[stance], soles[stance][1])
-        elif _DS_TIP and tip_on and p.tip_angle > 0.0 and contact[Foot.LEFT] != contact[Foot.RIGHT]:
-            stance = Foot.LEFT if contact[Foot.LEFT] else Foot.RIGHT
-            tipping = self._tips(stance, sole_poses[stance], soles[stance][1])
-        lateral = None
-        if tipping_roll:
-            yaw = soles[planned_stance[0]][1]
-            lateral = np.array([-math.sin(yaw), math.cos(yaw)])
-        if tipping or tipping_roll and _ROLL_FULL:
+                tipping = self._tips(stance, sole_poses[stance], soles[stance][1])
+        if tipping:
             push = np.zeros(2)
-        elif tipping_roll and not _ROLL_NOPAUSE:
-            push = push - (push @ lateral) * lateral
         self._com_admittance = self._com_admittance * leak - push * dt
         self._com_offset = self._com_admittance.copy()
         norm = float(np.linalg.norm(self._com_offset))
         if norm > p.com_offset_limit:
             self._com_offset *= p.com_offset_limit / norm
             self._com_admittance = np.clip(self._com_admittance, -p.com_offset_limit, p.com_offset_limit)
-        if tip_on:
-            if tipping or tipping_roll and _ROLL_FULL:
+        if p.tip_angle > 0.0:
+            if tipping:
                 follow = com[:2] - com_ref[:2] - self._com_offset  # the CoM target onto the measured CoM
                 self._tip_offset = self._tip_offset + (follow - self._tip_offset) * min(
                     1.0, dt / p.tip_com_follow_time)
-            elif tipping_roll:
-                follow = float((com[:2] - com_ref[:2] - (0.0 if _ROLL_KEEP else self._com_offset)
-                                - self._tip_offset) @ lateral)
-                release = math.exp(-dt / p.tip_release_time)
-                along = self._tip_offset - (self._tip_offset @ lateral) * lateral
-                self._tip_offset = (self._tip_offset - along * (1.0 - release)
-                                    + lateral * follow * min(1.0, dt / p.tip_com_follow_time))
-            else:
-                self._tip_offset = self._tip_offset * math.exp(-dt / p.tip_release_time)
-            if tipping or tipping_roll:
                 norm = float(np.linalg.norm(self._tip_offset))
                 if norm > p.tip_com_offset_limit:
                     self._tip_offset *= p.tip_com_offset_limit / norm
+            else:
+                self._tip_offset = self._tip_offset * math.exp(-dt / p.tip_release_time)
             self._com_offset = self._com_offset + self._tip_offset
         # Ankle admittance: rotate with the torque error (tau_x = f y, tau_y = -f x in the sole frame).
         swing_leak = math.exp(-dt / p.swing_leak_time)
@@ -575,8 +541,6 @@ class Stabilizer:
                 -p.height_offset_limit, p.height_offset_limit))
         else:
             self._height_difference *= leak
-        if _SWING_COMP:
-            self._swing_compensation(dt, planned_stance, contact, sole_poses, soles, world_cops)
         self._publish()
         self._log = {"omega": omega, "dcm": self._dcm.tolist(), "dcm_reference": xi_ref.tolist(),
                      "dcm_error": error.tolist(), "zmp_reference": zmp_ref[:2].tolist(),
@@ -599,52 +563,6 @@ class Stabilizer:
         along = float((self._dcm - position[:2]) @ heading)
         return (along > p.sole_front - p.support_margin if pitch > 0.0
                 else along < -(p.sole_back - p.support_margin))
-
-    def _swing_compensation(self, dt, planned_stance, contact, sole_poses, soles, world_cops) -> None:
-        """EXPERIMENT: the swinging sole's target turned back by the stance sole's measured turn about its CoP."""
-        release = math.exp(-dt / _SWING_COMP_LEAK)
-        active = None
-        if len(set(planned_stance)) == 1:
-            stance = planned_stance[0]
-            swing = stance.other
-            if contact[stance] and not contact[swing] and self._swinging[swing]:
-                active = swing
-                yaw = soles[stance][1]
-                commanded = self._commanded_sole(stance, yaw)
-                error = commanded.T @ sole_poses[stance][1]  # measured in the commanded sole frame
-                roll_e, pitch_e = roll_pitch_of(error)
-                if _SWING_COMP_MODE == "roll":
-                    pitch_e = 0.0
-                elif _SWING_COMP_MODE == "inner":
-                    pitch_e = 0.0
-                    if (roll_e < 0.0) != (stance is Foot.RIGHT):  # rpy roll < 0: over the left edge
-                        roll_e = 0.0
-                world = commanded @ sole_rotation(0.0, roll_e, pitch_e) @ commanded.T  # the turn, world
-                pivot = np.array([world_cops[stance][0], world_cops[stance][1], float(soles[stance][0][2])])
-                d = np.asarray(soles[swing][0], dtype=float) - pivot
-                dz = float((world.T @ d - d)[2])
-                self._swing_comp[swing] = np.array([-roll_e, -pitch_e, dz])
-        for foot in Foot:
-            if foot is not active:
-                self._swing_comp[foot] = self._swing_comp[foot] * release
-
-    def _tips_roll(self, foot: Foot, pose: tuple, yaw: float) -> bool:
-        """Whether the sole of ``foot`` (measured ``pose``: position, rotation; commanded ``yaw`` [rad]) is
-        rolled more than ``tip_roll_angle`` from its commanded orientation over its left edge (its right edge
-        up) with the measured DCM beyond that edge, or over its right edge with the DCM beyond it (the
-        support margin inside them; the edges ``sole_left``, ``sole_right`` across the sole's heading)."""
-        p = self.params
-        position, rotation = pose
-        normal = self._commanded_sole(foot, yaw).T @ rotation[:, 2]  # measured normal, commanded sole frame
-        roll = math.atan2(float(normal[1]), float(normal[2]))  # > 0: over the left edge (right edge up)
-        if abs(roll) <= p.tip_roll_angle:
-            return False
-        left = np.array([-math.sin(yaw), math.cos(yaw)])
-        across = float((self._dcm - position[:2]) @ left)
-        if _ROLL_INNER and (roll > 0.0) != (foot is Foot.RIGHT):
-            return False
-        return (across > p.sole_left - p.support_margin if roll > 0.0
-                else across < -(p.sole_right - p.support_margin))
 
     def _measure(self, sample: SensorSample, soles: dict, contact: dict, forces: dict) -> Optional[tuple]:
         """(CoM [m], CoM velocity [m/s], Foot -> (sole position, sole rotation)) of the sample, or None."""
@@ -685,7 +603,7 @@ class Stabilizer:
         self._integral *= leak
         self._com_admittance *= leak
         self._com_offset = self._com_admittance.copy()
-        if p.tip_angle > 0.0 or p.tip_roll_angle > 0.0:
+        if p.tip_angle > 0.0:
             self._tip_offset *= math.exp(-dt / p.tip_release_time) if dt > 0.0 else 1.0
             self._com_offset = self._com_offset + self._tip_offset
         for foot, touching in zip(Foot, contact):
@@ -711,12 +629,8 @@ class Stabilizer:
             roll, pitch = float(self._ankle[foot][0]), float(self._ankle[foot][1])
             if any(self._tilt[foot]):  # the offsets about the tilted sole's axes
                 roll, pitch = roll_pitch_of(self._commanded_sole(foot))
-            if _SWING_COMP:
-                c = self._swing_comp[foot]
-                roll, pitch, height = roll + float(c[0]), pitch + float(c[1]), height + float(c[2])
             sole_offsets[foot] = (roll, pitch, height)
-        active = bool(np.any(com) or half or any(np.any(a) for a in self._ankle.values())
-                      or _SWING_COMP and any(np.any(c) for c in self._swing_comp.values()))
+        active = bool(np.any(com) or half or any(np.any(a) for a in self._ankle.values()))
         self._output = StabilizerOutput(com, sole_offsets, active)
 
 
