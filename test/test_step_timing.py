@@ -141,6 +141,31 @@ def test_an_inward_error_lands_early_unless_the_step_place_absorbs_it(robot):
     assert abs(steps[2].position[1] - steps[1].position[1]) > 0.17
 
 
+def test_an_inward_error_landing_early_moves_the_step_back_with_inward_back_limit(robot):
+    """An inward error landing early (above): the DCM reaches the touchdown behind the plan's unless the ZMP
+    sits at the stance sole's heel while also beyond its inner edge; with ``inward_back_limit`` the ZMP is
+    taken to reach only that far behind the sole's centre there, and the step lands shorter by the rest
+    (on MuJoCo the sole, rolling over its inner edge, gave no such ZMP: the step landed ahead of the DCM and
+    the robot rotated back off it). Without it the step moves back only by what the heel and the
+    zmp_tolerance beyond it leave; an outward error is bit for bit the same."""
+    timeline = straight()
+    phase, t = mid_single_support(timeline)
+    xi = nominal_dcm(timeline, 3, t) - 0.1 * outward_unit(phase)
+    planned = timeline.steps[2].position
+    before = StepAdjuster(robot, TIMED).decide_timing(t, timeline, xi, OMEGA)
+    limited = dataclasses.replace(TIMED, inward_back_limit=0.02)
+    steps = StepAdjuster(robot, limited).decide_timing(t, timeline, xi, OMEGA)
+    assert steps[2].duration == before[2].duration  # the same touchdown (only the lateral error times it)
+    shorter = steps[2].position[0] - before[2].position[0]
+    assert -TIMED.max_backward_shift <= steps[2].position[0] - planned[0] and shorter < -TIMED.deadband
+    assert steps[2].position[1] == planned[1]
+    outward = nominal_dcm(timeline, 3, t) + 0.1 * outward_unit(phase)
+    assert (StepAdjuster(robot, limited).decide_timing(t, timeline, outward, OMEGA)
+            == StepAdjuster(robot, TIMED).decide_timing(t, timeline, outward, OMEGA))
+    with pytest.raises(ParameterError, match="inward_back_limit"):
+        StepAdjustmentParameters(inward_back_limit=-0.01)
+
+
 def test_adjusted_steps_change_durations_and_the_next_step_within_the_limits():
     timeline = straight()
     limits = StepLimits()
