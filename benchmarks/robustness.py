@@ -51,6 +51,10 @@ recovery steps (e.g. ``min_duration=0.4``: recovery steps shorter than the walk 
 ``--stabilizer NAME=VALUE,...``: the runs with the stabilizer on with these
 :class:`~walk_mpc.core.control.stabilizer.StabilizerParameters` (e.g. ``com_offset_limit=0.08``).
 
+``--stage NAME=VALUE,...``: every run's whole-body stage parameters
+(:class:`~walk_mpc.core.control.whole_body_stage.WholeBodyStageParameters`) with these (booleans and numbers,
+e.g. ``arm_in_ik=true``: the stabilizer's arm offsets into the IK's posture preference).
+
 ``--grid STEP`` (``--grid-top``, 50 N s): the push rows on a grid of impulses STEP apart instead of the
 bisection (survival is not always monotone in the impulse): the impulses that stood, as ranges.
 
@@ -136,6 +140,7 @@ PLANNER: dict = {}  # planner parameters of every run, over the loop's defaults 
 STABILIZER: dict = {}  # stabilizer parameters of the runs with it on (besides enabled; --stabilizer)
 LIMITS: dict = {}  # step limits of step adjustment and recovery steps (--limits; default: the behavior's)
 IK: dict = {}  # IK solver parameters of every run, over the defaults (--ik)
+STAGE: dict = {}  # whole-body stage parameters of every run, besides the stabilizer (--stage)
 
 
 def run_walk(robot: RobotModel, stabilizer: bool, gait: Gait = Gait(), terrain: Optional[Terrain] = None,
@@ -159,7 +164,7 @@ def run_walk(robot: RobotModel, stabilizer: bool, gait: Gait = Gait(), terrain: 
         sim.sensor_sample = lambda: dataclasses.replace(truth(), base_estimate_valid=False)
     timeline = timeline_of(robot, gait, terrain if known else None)
     options = {"whole_body": {"stabilizer": StabilizerParameters(enabled=True, **STABILIZER) if stabilizer
-                              else StabilizerParameters(enabled=False)}}
+                              else StabilizerParameters(enabled=False), **STAGE}}
     adjustment = StepAdjustmentParameters(enabled=True, **ADJUST) if adjust else None
     recovery = RecoveryStepParameters(enabled=True, **RECOVERY) if recover else None
     planner = None
@@ -417,6 +422,8 @@ def main(argv=None) -> None:
     parser.add_argument("--limits", default="",
                         help="step limits NAME=VALUE,... of step adjustment and recovery steps")
     parser.add_argument("--ik", default="", help="IK solver parameters NAME=VALUE,... of every run")
+    parser.add_argument("--stage", default="",
+                        help="whole-body stage parameters NAME=VALUE,... of every run (not the stabilizer)")
     args = parser.parse_args(argv)
     global ESTIMATED
     ESTIMATED = args.estimated
@@ -429,6 +436,7 @@ def main(argv=None) -> None:
     STABILIZER.update(_overrides(args.stabilizer))
     LIMITS.update(_overrides(args.limits))
     IK.update(_overrides(args.ik))
+    STAGE.update(_overrides(args.stage))
     robot = RobotModel()
     sections = args.sections.split(",")
     rows = []
