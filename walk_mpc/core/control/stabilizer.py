@@ -249,7 +249,7 @@ class StabilizerOutput:
         com_offset: Offset of the CoM target [m], shape (3,) (horizontal).
         sole_offsets: Foot -> (roll [rad], pitch [rad], height [m]) of its sole target (on known sloped
             ground: its ground's tilt with the ankle offsets about the tilted axes, module docstring).
-        active: Whether any offset is nonzero.
+        active: Whether any offset of the targets (CoM, soles) is nonzero.
         arm_offsets: Foot -> abduction offset [rad] (>= 0) of the arm on that side (``arm_gain``): the
             arm raised sideways, away from the body.
     """
@@ -707,7 +707,7 @@ class Stabilizer:
                 roll, pitch = roll_pitch_of(self._commanded_sole(foot))
             sole_offsets[foot] = (roll, pitch, height)
         arms = any(self._arm.values())
-        active = bool(np.any(com) or half or any(np.any(a) for a in self._ankle.values()) or arms)
+        active = bool(np.any(com) or half or any(np.any(a) for a in self._ankle.values()))
         self._output = (StabilizerOutput(com, sole_offsets, active, dict(self._arm)) if arms
                         else StabilizerOutput(com, sole_offsets, active))
 

@@ -1615,10 +1615,12 @@ class WholeBodyStage:
                 q_init = self._measured_configuration(self._q, self._samples[self._latest_sample_ns])
             else:
                 q_init = None
-            if q_init is not None and self._arms is not None and not self.params.arm_in_ik:
-                q_init = np.array(q_init)  # the IK's arm joints, not the measured ones with the offsets
-                for index, _, _ in self._arms.values():
-                    q_init[index] = self._q[index]
+            offsets = self._arm_command_offset()
+            if q_init is not None and offsets is not None:
+                q_init = np.array(q_init)  # the measured arm joints without the offsets commanded on them
+                for index, command, _ in self._arms.values():
+                    if command >= 0:
+                        q_init[index] -= offsets[command]
         return targets, stance, q_init, resync
 
     def _stabilized(self, targets: list, coms: list) -> list:
@@ -1634,11 +1636,11 @@ class WholeBodyStage:
             return targets
         self._soles = {foot: (position, yaw) for foot, (position, yaw, _) in soles.items()}
         out = self.stabilizer.output
-        if not out.active or coms[0] is None:
-            return targets
         posture = None
         if self._arms is not None and self.params.arm_in_ik and any(out.arm_offsets.values()):
             posture = {}
+        if not (out.active or posture is not None) or coms[0] is None:
+            return targets
         stabilized = []
         for target in targets:
             if posture is not None:  # the arm offsets on the target's posture preference
