@@ -311,3 +311,105 @@ def test_the_com_target_does_not_follow_without_a_single_tipping_stance_sole_or_
     for name in ("tip_com_follow_time", "tip_release_time"):
         with pytest.raises(ParameterError, match=name):
             StabilizerParameters(**{name: 0.0})
+
+
+# Commands of the stage with the stabilizer enabled (its defaults) on the recorded events, hashed (positions
+# and velocities of every command in order): recorded with the commit before the arm strategy (a3f495f).
+ENABLED_DIGEST = "a1558fd7706818cea3fad7e2ad04c67803f321824a4506eeb006ce9598c00343"
+
+
+def _replay_enabled(talos, **params) -> str:
+    """The hash of the commands of the stage, stabilizer enabled with ``params``, on the recorded events."""
+    from test_mujoco_walk_core import talos_timeline
+
+    with gzip.open(EVENTS, "rb") as f:
+        recorded = pickle.load(f)["events"]
+    stage = WholeBodyStage(talos, WholeBodyStageParameters(
+        stabilizer=StabilizerParameters(enabled=True, **params)))
+    digest = hashlib.sha256()
+    for event in recorded:
+        kind = event[0]
+        if kind == "set_plan":
+            _, plan_id, walking, stamp_ns = event
+            assert stage.set_plan(WalkPlan(plan_id, walking, stamp_ns, talos_timeline(talos)))
+            continue
+        if kind == "observe":
+            out = stage.observe(event[1], SensorSample(**event[2]))
+        else:
+            out = getattr(stage, kind)(CoMReference(**event[1]))
+        if out is not None:
+            digest.update(np.ascontiguousarray(out.positions).tobytes()
+                          + np.ascontiguousarray(out.velocities).tobytes())
+    return digest.hexdigest()
+
+
+def test_without_the_arm_strategy_or_with_the_arms_never_driven_the_commands_are_those_before_it(talos):
+    """The arm strategy off (its gains 0, the default), or on with a deadband the walk never reaches (its
+    arm paths in the stage run with zero offsets): the enabled stabilizer's commands on the recorded walk
+    are bit for bit those of the commit before it."""
+    assert _replay_enabled(talos) == ENABLED_DIGEST
+    assert _replay_enabled(talos, arm_gain=60.0, arm_dcm_gain=60.0, arm_deadband=10.0) == ENABLED_DIGEST
+
+
+def _arm_offsets(talos, reference_y: float, **params):
+    """The stabilizer's arm offsets (left, right) [rad] and CoM offset after 30 samples standing on the right
+    sole alone (planned: the left foot swings), the reference's CoM ``reference_y`` [m] to the side of the
+    standing CoM (at rest: the DCM error is minus that, the desired ZMP beyond the sole on the other side)."""
+    feet = talos.foot_poses(talos.reference_configuration())
+    soles = {Foot.LEFT: (feet[talos.left_foot_frame][0], 0.0),
+             Foot.RIGHT: (feet[talos.right_foot_frame][0], 0.0)}
+    sample = _with_forces(_standing_samples(talos, 30)[-1], 0.0, 900.0)
+    stabilizer = Stabilizer(talos, StabilizerParameters(enabled=True, **params))
+    stamp = 10**12
+    for _ in range(30):
+        stamp += 10**7
+        stabilizer.set_reference(_reference(talos, stamp, (0.0, reference_y, 0.0)))
+        out = stabilizer.observe(stamp, sample, soles, (Foot.RIGHT,), walking=True)
+    return out.arm_offsets[Foot.LEFT], out.arm_offsets[Foot.RIGHT], np.array(out.com_offset)
+
+
+def test_a_desired_zmp_beyond_the_stance_soles_outer_side_raises_the_arm_over_the_swinging_foot(talos):
+    """On the right sole alone (the left foot swinging), the desired ZMP beyond its outer (right) side raises
+    the left arm, the one over the swinging foot, and only it; beyond its inner side (toward the swinging
+    foot, where the step catches the DCM) no arm moves unless ``arm_outward_only`` is off (then the right
+    arm). The CoM and sole offsets are those without the arms, bit for bit; without the gain no arm moves."""
+    left, right, com = _arm_offsets(talos, 0.2, arm_gain=30.0)
+    assert left > 0.1 and right == 0.0
+    assert np.array_equal(com, _arm_offsets(talos, 0.2)[2])
+    assert _arm_offsets(talos, 0.2)[:2] == (0.0, 0.0)
+    assert _arm_offsets(talos, 0.2, arm_gain=30.0, arm_offset_limit=0.05)[0] == pytest.approx(0.05)
+    assert _arm_offsets(talos, -0.2, arm_gain=30.0)[:2] == (0.0, 0.0)
+    left, right, _ = _arm_offsets(talos, -0.2, arm_gain=30.0, arm_outward_only=False)
+    assert left == 0.0 and right > 0.1
+    for name in ("arm_gain", "arm_dcm_gain", "arm_deadband", "arm_offset_limit", "arm_rate_limit"):
+        with pytest.raises(ParameterError, match=name):
+            StabilizerParameters(**{name: -0.01})
+    for name in ("arm_release_time", "arm_filter_time"):
+        with pytest.raises(ParameterError, match=name):
+            StabilizerParameters(**{name: 0.0})
+
+
+def test_the_stage_turns_each_arm_joint_the_way_that_raises_its_arm_sideways(talos):
+    """The stage's arm offsets after the IK: + on ``arm_left_2_joint``, - on ``arm_right_2_joint`` for an
+    abduction of both (each hand then moves away from the body sideways); nothing without offsets."""
+    from walk_mpc.core.control.stabilizer import StabilizerOutput
+
+    stage = WholeBodyStage(talos, WholeBodyStageParameters(
+        stabilizer=StabilizerParameters(enabled=True, arm_gain=30.0)))
+    assert stage._arm_command_offset() is None
+    stage.stabilizer._output = StabilizerOutput(np.zeros(3), stage.stabilizer.output.sole_offsets, False,
+                                                {Foot.LEFT: 0.3, Foot.RIGHT: 0.2})
+    offsets = stage._arm_command_offset()
+    names = list(stage.joint_names)
+    assert offsets[names.index("arm_left_2_joint")] == pytest.approx(0.3)
+    assert offsets[names.index("arm_right_2_joint")] == pytest.approx(-0.2)
+    assert np.count_nonzero(offsets) == 2
+    q = talos.reference_configuration()
+    raised = q.copy()
+    raised[talos.joint_index_q("arm_left_2_joint")] += 0.3
+    raised[talos.joint_index_q("arm_right_2_joint")] -= 0.2
+    for frame, side in (("gripper_left_base_link", 1.0), ("gripper_right_base_link", -1.0)):
+        moved = talos.frame_pose(raised, frame)[0][1] - talos.frame_pose(q, frame)[0][1]
+        assert side * moved > 0.03
+    with pytest.raises(ParameterError, match="arm_joints"):
+        WholeBodyStageParameters(arm_joints=("arm_left_2_joint",))

@@ -179,6 +179,8 @@ class StabilizerParameters:
         arm_outward_only: In a planned single support, only the arm over the swinging foot moves (the
             desired ZMP beyond the stance sole's outer side); False: either arm, either side.
         arm_offset_limit: Largest abduction offset of an arm [rad].
+        arm_rate_limit: Largest rate [rad/s] at which an arm's offset grows (0: none; Talos' shoulder
+            ``arm_*_2_joint``: 3.66 rad/s by its URDF, 22.3 N m).
         arm_release_time: Time constant [s] with which an arm's offset returns to zero while it is not driven.
     """
 
@@ -219,6 +221,7 @@ class StabilizerParameters:
     arm_same_side: bool = False
     arm_offset_limit: float = 1.0
     arm_release_time: float = 0.5
+    arm_rate_limit: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("enabled", "use_base_estimate", "arm_outward_only", "arm_same_side"):
@@ -230,7 +233,7 @@ class StabilizerParameters:
                      "landing_confirm_time", "landing_confirm_drop", "landing_window",
                      "height_offset_limit", "min_contact_force", "support_margin", "tip_angle",
                      "tip_com_offset_limit", "arm_gain", "arm_dcm_gain", "arm_deadband",
-                     "arm_offset_limit"):
+                     "arm_offset_limit", "arm_rate_limit"):
             check_nonnegative(name, getattr(self, name))
         for name in ("dcm_integral_time", "leak_time", "swing_leak_time", "sole_front", "sole_back",
                      "sole_left", "sole_right", "tip_com_follow_time", "tip_release_time",
@@ -617,7 +620,8 @@ class Stabilizer:
         release = math.exp(-dt / p.arm_release_time)
         for foot in Foot:
             if drive[foot] > 0.0:
-                self._arm[foot] = min(self._arm[foot] + drive[foot] * dt, p.arm_offset_limit)
+                rate = min(drive[foot], p.arm_rate_limit) if p.arm_rate_limit > 0.0 else drive[foot]
+                self._arm[foot] = min(self._arm[foot] + rate * dt, p.arm_offset_limit)
             else:
                 self._arm[foot] *= release
 
