@@ -53,7 +53,7 @@ recovery steps (e.g. ``min_duration=0.4``: recovery steps shorter than the walk 
 
 ``--stage NAME=VALUE,...``: every run's whole-body stage parameters
 (:class:`~walk_mpc.core.control.whole_body_stage.WholeBodyStageParameters`) with these (booleans and numbers,
-e.g. ``arm_in_ik=true``: the stabilizer's arm offsets into the IK's posture preference).
+e.g. ``landing_tail=false``).
 
 ``--grid STEP`` (``--grid-top``, 50 N s): the push rows on a grid of impulses STEP apart instead of the
 bisection (survival is not always monotone in the impulse): the impulses that stood, as ranges.

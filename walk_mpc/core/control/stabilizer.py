@@ -159,29 +159,6 @@ class StabilizerParameters:
             ``com_offset_limit``'s).
         tip_release_time: Time constant [s] with which that offset returns to zero once the sole no longer
             tips.
-        arm_gain: Arm strategy (0, the default, with ``arm_dcm_gain`` 0: off) [rad/(s m)]: while the desired
-            ZMP before the clamp is more than ``arm_deadband`` beyond the support polygon sideways (``wanted
-            - desired`` across the soles' mean heading, low-pass filtered with ``arm_filter_time``), the arm
-            on the other side abducts (raised sideways, away from the body) at this rate per metre beyond
-            the deadband: its reaction rolls the body back toward the support and its mass moves the CoM there
-            (:attr:`StabilizerOutput.arm_offsets`). In a planned single support only beyond the stance sole's
-            outer side (``arm_outward_only``; toward the swinging foot the step catches the DCM, and the
-            walk's sway puts the desired ZMP there before each touchdown).
-        arm_dcm_gain: The same [rad/(s m)] per metre of the measured DCM beyond the support polygon (the soles
-            in contact, ``support_margin`` inside their edges) sideways, beyond ``arm_deadband``.
-        arm_deadband: Sideways distance [m] beyond the polygon below which the arms do not move.
-        arm_same_side: The arm on the side the desired ZMP leaves the polygon abducts instead of the other one
-            (its lateral momentum high above the CoM: see README, Balance); with ``arm_outward_only`` the arm
-            over the stance sole in a single support.
-        arm_filter_time: Time constant [s] of the low-pass filter of the sideways distances beyond the polygon
-            (the desired ZMP before the clamp carries the DCM estimate's noise times ``1 + dcm_gain /
-            omega``: single samples 0.2 m beyond a sole in the undisturbed walk on MuJoCo Talos).
-        arm_outward_only: In a planned single support, only the arm over the swinging foot moves (the
-            desired ZMP beyond the stance sole's outer side); False: either arm, either side.
-        arm_offset_limit: Largest abduction offset of an arm [rad].
-        arm_rate_limit: Largest rate [rad/s] at which an arm's offset grows (0: none; Talos' shoulder
-            ``arm_*_2_joint``: 3.66 rad/s by its URDF, 22.3 N m).
-        arm_release_time: Time constant [s] with which an arm's offset returns to zero while it is not driven.
     """
 
     enabled: bool = False
@@ -213,18 +190,9 @@ class StabilizerParameters:
     tip_com_follow_time: float = 0.05
     tip_com_offset_limit: float = 0.1
     tip_release_time: float = 0.3
-    arm_gain: float = 0.0
-    arm_dcm_gain: float = 0.0
-    arm_deadband: float = 0.05
-    arm_filter_time: float = 0.05
-    arm_outward_only: bool = True
-    arm_same_side: bool = False
-    arm_offset_limit: float = 1.0
-    arm_release_time: float = 0.5
-    arm_rate_limit: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("enabled", "use_base_estimate", "arm_outward_only", "arm_same_side"):
+        for name in ("enabled", "use_base_estimate"):
             if not isinstance(getattr(self, name), bool):
                 raise ParameterError(name, getattr(self, name), "true or false")
         for name in ("dcm_gain", "dcm_integral_gain", "dcm_filter_time", "com_admittance", "dcm_com_gain",
@@ -232,12 +200,10 @@ class StabilizerParameters:
                      "cop_admittance", "ankle_offset_limit", "force_difference_admittance",
                      "landing_confirm_time", "landing_confirm_drop", "landing_window",
                      "height_offset_limit", "min_contact_force", "support_margin", "tip_angle",
-                     "tip_com_offset_limit", "arm_gain", "arm_dcm_gain", "arm_deadband",
-                     "arm_offset_limit", "arm_rate_limit"):
+                     "tip_com_offset_limit"):
             check_nonnegative(name, getattr(self, name))
         for name in ("dcm_integral_time", "leak_time", "swing_leak_time", "sole_front", "sole_back",
-                     "sole_left", "sole_right", "tip_com_follow_time", "tip_release_time",
-                     "arm_release_time", "arm_filter_time"):
+                     "sole_left", "sole_right", "tip_com_follow_time", "tip_release_time"):
             check_positive(name, getattr(self, name))
         smallest = min(self.sole_front + self.sole_back, self.sole_left + self.sole_right)
         if 2.0 * self.support_margin >= smallest:
@@ -252,15 +218,12 @@ class StabilizerOutput:
         com_offset: Offset of the CoM target [m], shape (3,) (horizontal).
         sole_offsets: Foot -> (roll [rad], pitch [rad], height [m]) of its sole target (on known sloped
             ground: its ground's tilt with the ankle offsets about the tilted axes, module docstring).
-        active: Whether any offset of the targets (CoM, soles) is nonzero.
-        arm_offsets: Foot -> abduction offset [rad] (>= 0) of the arm on that side (``arm_gain``): the
-            arm raised sideways, away from the body.
+        active: Whether any offset is nonzero.
     """
 
     com_offset: np.ndarray
     sole_offsets: dict
     active: bool
-    arm_offsets: dict = dataclasses.field(default_factory=lambda: {Foot.LEFT: 0.0, Foot.RIGHT: 0.0})
 
 
 _ZERO_OUTPUT = StabilizerOutput(np.zeros(3), {Foot.LEFT: (0.0, 0.0, 0.0), Foot.RIGHT: (0.0, 0.0, 0.0)}, False)
@@ -352,8 +315,6 @@ class Stabilizer:
         self._tip_offset = np.zeros(2)  # its part following the measured CoM while a sole tips [m]
         self._ankle = {Foot.LEFT: np.zeros(2), Foot.RIGHT: np.zeros(2)}  # (roll, pitch) [rad]
         self._height_difference = 0.0  # z_L - z_R [m]
-        self._arm = {Foot.LEFT: 0.0, Foot.RIGHT: 0.0}  # abduction offset of each arm [rad] (arm_gain)
-        self._beyond = np.zeros(2)  # filtered sideways distances beyond the polygon: ZMP, DCM [m]
         self._swinging = {Foot.LEFT: False, Foot.RIGHT: False}  # not landed since a planned swing
         self._contact_time = {Foot.LEFT: 0.0, Foot.RIGHT: 0.0}  # [s] in contact without a break
         self._landed_time = {Foot.LEFT: math.inf, Foot.RIGHT: math.inf}  # [s] since its landing
@@ -580,50 +541,12 @@ class Stabilizer:
                 -p.height_offset_limit, p.height_offset_limit))
         else:
             self._height_difference *= leak
-        if p.arm_gain > 0.0 or p.arm_dcm_gain > 0.0:
-            self._arms(dt, wanted - desired, self._dcm - clamp_to_polygon(self._dcm, polygon), soles,
-                       planned_stance)
         self._publish()
         self._log = {"omega": omega, "dcm": self._dcm.tolist(), "dcm_reference": xi_ref.tolist(),
                      "dcm_error": error.tolist(), "zmp_reference": zmp_ref[:2].tolist(),
                      "zmp_desired": desired.tolist(), "zmp_measured": zmp.tolist(),
                      "forces": [forces[Foot.LEFT], forces[Foot.RIGHT]]}
-        if p.arm_gain > 0.0 or p.arm_dcm_gain > 0.0:
-            self._log["arms"] = [self._arm[Foot.LEFT], self._arm[Foot.RIGHT]]
-            self._log["arm_beyond"] = self._beyond.tolist()
-            self._log["zmp_wanted"] = wanted.tolist()
         return self._output
-
-    def _arms(self, dt: float, beyond: np.ndarray, dcm_beyond: np.ndarray, soles: dict,
-              planned_stance: tuple) -> None:
-        """Arm strategy (``arm_gain``, ``arm_dcm_gain``): the desired ZMP's part ``beyond`` the support
-        polygon and the measured DCM's ``dcm_beyond`` it [m] (2,), sideways across the soles' mean heading
-        (filtered); the arm on the other side abducts, every arm not driven returns with
-        ``arm_release_time``."""
-        p = self.params
-        yaw = math.atan2(sum(math.sin(yaw) for _, yaw in soles.values()),
-                         sum(math.cos(yaw) for _, yaw in soles.values()))
-        left = np.array([-math.sin(yaw), math.cos(yaw)])  # the robot's left, horizontal
-        sides = np.array([float(beyond @ left), float(dcm_beyond @ left)])  # > 0: beyond, to the left
-        self._beyond = self._beyond + (sides - self._beyond) * min(1.0, dt / p.arm_filter_time)
-        # the arm that abducts for a desired ZMP beyond the left (right) side: the right (left) one
-        toward_left, toward_right = (Foot.LEFT, Foot.RIGHT) if p.arm_same_side else (Foot.RIGHT, Foot.LEFT)
-        allowed = {Foot.LEFT: True, Foot.RIGHT: True}  # whether the ZMP beyond the left, right side drives
-        if p.arm_outward_only and len(set(planned_stance)) == 1:  # only beyond the stance sole's outer side
-            allowed[planned_stance[0].other] = False
-        drive = {Foot.LEFT: 0.0, Foot.RIGHT: 0.0}
-        for gain, side in zip((p.arm_gain, p.arm_dcm_gain), self._beyond):
-            if allowed[Foot.LEFT]:
-                drive[toward_left] += gain * max(0.0, float(side) - p.arm_deadband)
-            if allowed[Foot.RIGHT]:
-                drive[toward_right] += gain * max(0.0, -float(side) - p.arm_deadband)
-        release = math.exp(-dt / p.arm_release_time)
-        for foot in Foot:
-            if drive[foot] > 0.0:
-                rate = min(drive[foot], p.arm_rate_limit) if p.arm_rate_limit > 0.0 else drive[foot]
-                self._arm[foot] = min(self._arm[foot] + rate * dt, p.arm_offset_limit)
-            else:
-                self._arm[foot] *= release
 
     def _tips(self, foot: Foot, pose: tuple, yaw: float) -> bool:
         """Whether the sole of ``foot`` (measured ``pose``: position, rotation; commanded ``yaw`` [rad]) is
@@ -687,9 +610,6 @@ class Stabilizer:
             self._ankle[foot] *= leak if touching else swing_leak
             self._landed_time[foot] += dt
         self._height_difference *= leak
-        if p.arm_gain > 0.0 or p.arm_dcm_gain > 0.0:
-            release = math.exp(-dt / p.arm_release_time) if dt > 0.0 else 1.0
-            self._arm = {foot: value * release for foot, value in self._arm.items()}
         self._dcm = None
         self._publish()
 
@@ -710,10 +630,8 @@ class Stabilizer:
             if any(self._tilt[foot]):  # the offsets about the tilted sole's axes
                 roll, pitch = roll_pitch_of(self._commanded_sole(foot))
             sole_offsets[foot] = (roll, pitch, height)
-        arms = any(self._arm.values())
         active = bool(np.any(com) or half or any(np.any(a) for a in self._ankle.values()))
-        self._output = (StabilizerOutput(com, sole_offsets, active, dict(self._arm)) if arms
-                        else StabilizerOutput(com, sole_offsets, active))
+        self._output = StabilizerOutput(com, sole_offsets, active)
 
 
 __all__ = ["Stabilizer", "StabilizerOutput", "StabilizerParameters", "clamp_to_polygon", "convex_hull",

@@ -239,13 +239,6 @@ class WholeBodyStageParameters:
             plan made on stale feet, e.g. heard late across a restart: its stance foot would jump, its first
             swing start where the foot is not). Feet slide on physics (up to 3 cm from the posture's after a
             fault on MuJoCo): a closer plan is walked on its own feet.
-        arm_joints: The shoulder joints (left arm, right arm) whose rotation raises each arm sideways, away
-            from the body (Talos: ``arm_*_2_joint``, about the shoulder's forward axis); the stabilizer's
-            arm offsets (``stabilizer.arm_gain``, ``arm_dcm_gain``) turn them, each in the direction that
-            abducts its arm (from the joint's axis in the reference posture). Used only with those gains.
-        arm_in_ik: The arm offsets go into the IK's posture preference (its null space: the CoM task keeps the
-            CoM, moving the pelvis against the arm) instead of onto the commanded arm joints after the IK
-            (the IK unaware of them: the arm's mass moves the CoM, its reaction rolls the body).
     """
 
     solver: IKSolver.Parameters = dataclasses.field(default_factory=IKSolver.Parameters)
@@ -268,16 +261,9 @@ class WholeBodyStageParameters:
     stabilizer: StabilizerParameters = dataclasses.field(default_factory=StabilizerParameters)
     landing_tail: bool = True
     max_plan_offset: float = 0.05
-    arm_joints: tuple[str, ...] = ("arm_left_2_joint", "arm_right_2_joint")
-    arm_in_ik: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "joint_names", tuple(self.joint_names))
-        object.__setattr__(self, "arm_joints", tuple(self.arm_joints))
-        if len(self.arm_joints) != 2 or not all(isinstance(n, str) and n for n in self.arm_joints):
-            raise ParameterError("arm_joints", self.arm_joints, "two joint names (left arm, right arm)")
-        if not isinstance(self.arm_in_ik, bool):
-            raise ParameterError("arm_in_ik", self.arm_in_ik, "true or false")
         object.__setattr__(self, "contact_prefixes", tuple(self.contact_prefixes))
         nested = (("solver", IKSolver.Parameters), ("gesture", GestureController.Parameters),
                   ("support_correction", SupportCorrectionParameters), ("stamps", StampGuardParameters),
@@ -515,42 +501,7 @@ class WholeBodyStage:
         self._contact_layouts: dict = {}  # sample contact_names -> sensor indices of each leg
         self.stabilizer = Stabilizer(robot, p.stabilizer)
         self._stabilizing = p.stabilizer.enabled and robot.is_biped
-        # Arm strategy (stabilizer arm gains): Foot -> (configuration index, command index or -1, the sign of
-        # the joint's rotation that abducts the arm); None: off.
-        self._arms: Optional[dict] = None
-        if self._stabilizing and (p.stabilizer.arm_gain > 0.0 or p.stabilizer.arm_dcm_gain > 0.0):
-            self._arms = self._arm_layout()
         self.reset()
-
-    def _arm_layout(self) -> dict:
-        """Foot -> (configuration index, command index or -1, abducting sign) of ``arm_joints``: the sign of
-        the joint's axis along the base's forward axis in the reference posture (the left arm abducts
-        rotating about the forward axis, the right one against it)."""
-        import pinocchio as pin
-
-        robot = self.robot
-        model = robot.model
-        data = model.createData()
-        q = robot.reference_configuration()
-        pin.computeJointJacobians(model, data, q)
-        pin.updateFramePlacements(model, data)
-        forward = data.oMf[robot.frame_id(robot.base_frame)].rotation[:, 0]
-        layout = {}
-        for foot, name in zip((Foot.LEFT, Foot.RIGHT), self.params.arm_joints):
-            if name not in self._model_joints:
-                raise JointNotFound(name, robot.joint_names)
-            joint = model.getJointId(name)
-            if model.joints[joint].nv != 1:
-                raise ParameterError("arm_joints", name, "revolute joints (one degree of freedom)")
-            column = model.joints[joint].idx_v
-            axis = pin.getJointJacobian(model, data, joint, pin.ReferenceFrame.WORLD)[3:, column]
-            along = float(axis @ forward)
-            if abs(along) < 0.5:
-                raise ParameterError("arm_joints", name, "a joint turning about the forward axis (abduction)")
-            sign = (1.0 if along > 0.0 else -1.0) * (1.0 if foot is Foot.LEFT else -1.0)
-            command = self.joint_names.index(name) if name in self.joint_names else -1
-            layout[foot] = (robot.joint_index_q(name), command, sign)
-        return layout
 
     def reset(self) -> None:
         """Back to the state after construction: no model configuration, plan, sample or gesture."""
@@ -1615,12 +1566,6 @@ class WholeBodyStage:
                 q_init = self._measured_configuration(self._q, self._samples[self._latest_sample_ns])
             else:
                 q_init = None
-            offsets = self._arm_command_offset()
-            if q_init is not None and offsets is not None:
-                q_init = np.array(q_init)  # the measured arm joints without the offsets commanded on them
-                for index, command, _ in self._arms.values():
-                    if command >= 0:
-                        q_init[index] -= offsets[command]
         return targets, stance, q_init, resync
 
     def _stabilized(self, targets: list, coms: list) -> list:
@@ -1636,24 +1581,10 @@ class WholeBodyStage:
             return targets
         self._soles = {foot: (position, yaw) for foot, (position, yaw, _) in soles.items()}
         out = self.stabilizer.output
-        posture = None
-        if self._arms is not None and self.params.arm_in_ik and any(out.arm_offsets.values()):
-            posture = {}
-        if not (out.active or posture is not None) or coms[0] is None:
+        if not out.active or coms[0] is None:
             return targets
         stabilized = []
         for target in targets:
-            if posture is not None:  # the arm offsets on the target's posture preference
-                key = id(target.posture)
-                if key not in posture:
-                    preferred = (np.array(target.posture, dtype=float) if target.posture is not None
-                                 else self.robot.reference_configuration().copy())
-                    for foot, (index, _, sign) in self._arms.items():
-                        preferred[index] += sign * out.arm_offsets[foot]
-                    posture[key] = preferred
-                preferred = posture[key]
-            else:
-                preferred = target.posture
             positions, rotations = dict(target.foot_positions), dict(target.foot_rotations)
             for foot, (_, _, key) in soles.items():
                 roll, pitch, height = out.sole_offsets[foot]
@@ -1663,7 +1594,7 @@ class WholeBodyStage:
                 rotations[key] = sole_rotation(yaw_of(rotations[key]), roll, pitch)
             com = np.asarray(target.com_position, dtype=float) + out.com_offset
             stabilized.append(IKTargets._trusted(com, positions, rotations, target.torso_orientation,
-                                                 preferred))
+                                                 target.posture))
         return stabilized
 
     def _solve_ahead(self, now: int, times, coms: list, sample: Optional[tuple]) -> None:
@@ -1690,15 +1621,10 @@ class WholeBodyStage:
         """Commanded positions at T and 2T and the command of the tick ``now`` (velocities relative to the
         previous command)."""
         positions = [self._positions(first.q), self._positions(second.q)]
-        arms = self._arm_command_offset()
-        if arms is not None:
-            positions = [position + arms for position in positions]
         previous = self._command
         velocities = [(positions[1] - previous) / times[1],
                       (positions[1] - positions[0]) / (times[1] - times[0])]
         tail = self._landing_tail(now, times, second) if source is TickSource.REFERENCE else None
-        if tail is not None and arms is not None:
-            tail = (tail[0], tail[1], tail[2] + arms)
         if tail is None:
             return positions, JointCommand(now, tuple(times), positions, velocities, WholeBodyStatus.OK,
                                            source.value, first.solve_time + second.solve_time)
@@ -1707,20 +1633,6 @@ class WholeBodyStage:
                                [*velocities, zero, zero], WholeBodyStatus.OK, source.value,
                                first.solve_time + second.solve_time)
         return positions, command
-
-    def _arm_command_offset(self) -> Optional[np.ndarray]:
-        """The stabilizer's arm offsets on the commanded joints (after the IK, not ``arm_in_ik``), or None
-        (none, or all zero)."""
-        if self._arms is None or self.params.arm_in_ik:
-            return None
-        offsets = self.stabilizer.output.arm_offsets
-        if not any(offsets.values()):
-            return None
-        out = np.zeros(len(self.joint_names))
-        for foot, (_, command, sign) in self._arms.items():
-            if command >= 0:
-                out[command] += sign * offsets[foot]
-        return out
 
     def _landing_tail(self, now: int, times, second: IKResult) -> Optional[tuple]:
         """``(end of the hold, landing [s after now], positions)`` of the landing tail of a walking command
