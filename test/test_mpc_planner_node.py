@@ -193,7 +193,9 @@ def test_walk_gives_a_reference_every_second_sample_with_the_zmp_in_the_support_
     assert [ns_of(r.header.stamp) for r in graph.references] == ticks
     assert [ns_of(m.header.stamp) for m in graph.timings] == ticks
     assert all(m.status == 0 and m.component == "mpc" for m in graph.timings)
-    assert all(0.0 < m.solve_time <= m.tick_time for m in graph.timings)
+    # Two durations of different callbacks (the solve is prepared on the sample before the tick: README,
+    # "Solved ahead"): both measured, not compared (under load the tick can be the shorter).
+    assert all(m.solve_time > 0.0 and m.tick_time > 0.0 for m in graph.timings)
     # The ZMP at T ends the MPC's first interval: inside the support region (a constraint). The one at 2T
     # is in the middle of the second interval (40 ms grid), constrained only at the grid points: the CoM
     # feedback makes it leave the region by up to 1.8 mm, 20 ms before a touchdown.
