@@ -156,6 +156,39 @@ class JointGroup:
 
 
 @dataclasses.dataclass(frozen=True)
+class LegLinks:
+    """The links of a biped's left and right legs (the simulator's optional leg-leg collisions).
+
+    Attributes:
+        left: Regular expressions matched against whole link names (``leg_left_.*``).
+        right: The same for the right leg.
+    """
+
+    left: tuple[str, ...] = ()
+    right: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for side in ("left", "right"):
+            patterns = tuple(getattr(self, side))
+            object.__setattr__(self, side, patterns)
+            for pattern in patterns:
+                if not isinstance(pattern, str) or not pattern:
+                    raise ParameterError(f"leg_links.{side}", pattern, "link name patterns")
+                try:
+                    re.compile(pattern)
+                except re.error as exc:
+                    raise ParameterError(f"leg_links.{side}", pattern,
+                                         f"a regular expression ({exc})") from None
+        if bool(self.left) != bool(self.right):
+            raise ParameterError("leg_links", self, "both legs' links, or neither")
+
+    @property
+    def given(self) -> bool:
+        """Whether the legs' links are named."""
+        return bool(self.left)
+
+
+@dataclasses.dataclass(frozen=True)
 class Posture:
     """Standing posture: a named SRDF posture (or 'neutral') with joint values on top.
 
@@ -238,6 +271,7 @@ class RobotDescription:
         foot_radius: Radius of the contact sphere of each point foot [m] (multi-legged robots; 0 = 1 cm).
         posture: Standing posture.
         joint_groups: Servo gains of joint groups in simulation (first matching group wins).
+        leg_links: The links of the left and right legs (MuJoCo's optional leg-leg collisions).
         servo_default: Gains of the joints in no group (kp 0: the simulator's default).
         steps: Step limits and nominal timing.
     """
@@ -259,6 +293,7 @@ class RobotDescription:
     foot_radius: float = 0.0
     posture: Posture = dataclasses.field(default_factory=Posture)
     joint_groups: tuple[JointGroup, ...] = ()
+    leg_links: LegLinks = LegLinks()
     servo_default: JointGroup = JointGroup("default", (".*",), 0.0, 0.0)
     steps: StepLimits = StepLimits()
     directory: str = ""

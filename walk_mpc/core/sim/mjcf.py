@@ -23,6 +23,8 @@ Error policy: MuJoCo's errors (``ValueError`` on parse or compile) are re-raised
 
 from __future__ import annotations
 
+import os
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
@@ -97,6 +99,103 @@ def strip_urdf(urdf_path: str | Path, keep_collision_links: Sequence[str] = (),
             for key in ("lower", "upper"):
                 limit.attrib.pop(key, None)
     return ET.tostring(root, encoding="unicode")
+
+
+def resolve_mesh_path(filename: str, urdf_path: str | Path) -> Path:
+    """The file of a URDF mesh ``filename``: ``package://<pkg>/<rest>`` is looked for under a directory
+    named ``<pkg>`` among the URDF's parent directories (example-robot-data's layout), then in
+    ``share/<pkg>`` of ``$AMENT_PREFIX_PATH``; ``file://`` and absolute paths are taken as they are; a
+    relative path is relative to the URDF's directory.
+
+    Raises:
+        ModelError: No such file.
+    """
+    urdf = Path(urdf_path).resolve()
+    candidates = []
+    if filename.startswith("package://"):
+        package, _, rest = filename[len("package://"):].partition("/")
+        candidates += [parent / rest for parent in urdf.parents if parent.name == package]
+        for prefix in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep):
+            if prefix:
+                candidates.append(Path(prefix) / "share" / package / rest)
+    elif filename.startswith("file://"):
+        candidates.append(Path(filename[len("file://"):]))
+    else:
+        path = Path(filename)
+        candidates.append(path if path.is_absolute() else urdf.parent / path)
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise ModelError(f"cannot find mesh '{filename}' of '{urdf_path}'; looked at "
+                     f"{[str(c) for c in candidates]}")
+
+
+def urdf_collisions(urdf_path: str | Path, link_patterns: Sequence[str]) -> list[dict]:
+    """The ``<collision>`` elements of the URDF's links whose whole name matches one of ``link_patterns``
+    (regular expressions), in file order: dicts with ``link``, ``xyz`` (3,) [m], ``rpy`` (3,) [rad],
+    ``type`` ("mesh", "box", "cylinder", "sphere") and ``file`` (resolved, :func:`resolve_mesh_path`) and
+    ``scale`` (3,) of a mesh, ``size`` of a box (full extents [m]), ``radius`` / ``length`` [m] of the others.
+
+    Raises:
+        ModelError: The URDF cannot be read, a mesh cannot be found or a geometry is unknown.
+    """
+    try:
+        root = ET.parse(str(urdf_path)).getroot()
+    except (OSError, ET.ParseError) as exc:
+        raise ModelError(f"cannot read URDF '{urdf_path}': {exc}") from exc
+
+    def floats(text, default):
+        return np.array([float(v) for v in text.split()]) if text else np.array(default, dtype=float)
+
+    found = []
+    for link in root.findall("link"):
+        name = link.get("name")
+        if not any(re.fullmatch(pattern, name) for pattern in link_patterns):
+            continue
+        for collision in link.findall("collision"):
+            origin = collision.find("origin")
+            geometry = collision.find("geometry")
+            shape = geometry[0] if geometry is not None and len(geometry) else None
+            if shape is None:
+                raise ModelError(f"collision of link '{name}' of '{urdf_path}' has no geometry")
+            item = {"link": name, "type": shape.tag,
+                    "xyz": floats(origin.get("xyz") if origin is not None else "", [0.0, 0.0, 0.0]),
+                    "rpy": floats(origin.get("rpy") if origin is not None else "", [0.0, 0.0, 0.0])}
+            if shape.tag == "mesh":
+                item["file"] = resolve_mesh_path(shape.get("filename", ""), urdf_path)
+                item["scale"] = floats(shape.get("scale"), [1.0, 1.0, 1.0])
+            elif shape.tag == "box":
+                item["size"] = floats(shape.get("size"), [0.0, 0.0, 0.0])
+            elif shape.tag in ("cylinder", "sphere"):
+                item["radius"] = float(shape.get("radius", 0.0))
+                item["length"] = float(shape.get("length", 0.0))
+            else:
+                raise ModelError(f"unknown collision geometry <{shape.tag}> of link '{name}' of "
+                                 f"'{urdf_path}'")
+            found.append(item)
+    return found
+
+
+def add_collision_geom(spec, body_name: str, name: str, collision: dict, pos: Sequence[float],
+                       quat_wxyz: Sequence[float], contype: int, conaffinity: int) -> None:
+    """A massless geom in body ``body_name`` of a :func:`urdf_collisions` entry (a mesh: MuJoCo collides
+    its convex hull), placed at ``pos`` / ``quat_wxyz`` in the body, with collision bits ``contype`` and
+    ``conaffinity``."""
+    mj = require_mujoco()
+    kind = collision["type"]
+    geom = body(spec, body_name).add_geom(name=name, pos=list(pos), quat=list(quat_wxyz), mass=0.0,
+                                          contype=int(contype), conaffinity=int(conaffinity))
+    if kind == "mesh":
+        mesh = spec.add_mesh(name=f"{name}_mesh", file=str(collision["file"]),
+                             scale=[float(v) for v in collision["scale"]])
+        geom.type, geom.meshname = mj.mjtGeom.mjGEOM_MESH, mesh.name
+    elif kind == "box":
+        geom.type, geom.size = mj.mjtGeom.mjGEOM_BOX, [float(v) / 2 for v in collision["size"]]
+    elif kind == "cylinder":
+        geom.type = mj.mjtGeom.mjGEOM_CYLINDER
+        geom.size = [collision["radius"], collision["length"] / 2, 0.0]
+    else:
+        geom.type, geom.size = mj.mjtGeom.mjGEOM_SPHERE, [collision["radius"], 0.0, 0.0]
 
 
 #: When :func:`load_urdf_spec` sets the compiler bounds.
@@ -318,6 +417,7 @@ __all__ = [
     "STRIPPED_TAGS",
     "add_base_joint",
     "add_box",
+    "add_collision_geom",
     "add_floor",
     "add_position_actuator",
     "add_site",
@@ -329,6 +429,8 @@ __all__ = [
     "load_mjcf_spec",
     "load_urdf_spec",
     "require_mujoco",
+    "resolve_mesh_path",
     "root_body",
     "strip_urdf",
+    "urdf_collisions",
 ]

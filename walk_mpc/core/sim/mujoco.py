@@ -10,10 +10,11 @@ the physics steps of a hardware step.
 
 **Biped** (:class:`MujocoSim`, e.g. Talos): free-floating base, a floor plane, one box per sole in
 the ankle body (bottom face on the sole frame, extents ``sole_front/back/left/right`` of the kinematic
-plant, ``sole_thickness`` thick); only the soles collide. Optional gravity feed-forward written to
-``qfrc_applied`` at every physics step: ``tau = g(q) - J_c^T f`` with ``f`` the least-norm wrench of
-the feet in contact that balances the floating-base rows of ``g(q)`` (pinocchio on the same URDF).
-Sensors follow the kinematic plant exactly (names, order, conventions): joint positions and
+plant, ``sole_thickness`` thick); only the soles collide (with ``leg_collisions``, also the left leg's
+URDF collision meshes with the right leg's, recorded in :attr:`MujocoSim.leg_contacts`). Optional gravity
+feed-forward written to ``qfrc_applied`` at every physics step: ``tau = g(q) - J_c^T f`` with ``f`` the
+least-norm wrench of the feet in contact that balances the floating-base rows of ``g(q)`` (pinocchio on the
+same URDF). Sensors follow the kinematic plant exactly (names, order, conventions): joint positions and
 velocities, motor torque (actuator force plus feed-forward), IMU at ``imu_frame`` (orientation,
 angular velocity in the IMU frame, accelerometer ``a - g`` reading ``(0, 0, +g)`` at rest), four
 contact sensors per sole (``left_foot_fl`` ...): the sole's normal force (``mj_contactForce`` over its
@@ -88,6 +89,48 @@ def _wxyz(rotation: np.ndarray) -> list[float]:
     return [float(w), float(x), float(y), float(z)]
 
 
+#: Collision bits of the leg geoms (``leg_collisions``): left (contype, conaffinity), right; each leg collides
+#: only with the other (the floor, terrain and soles have MuJoCo's default bit 1).
+LEFT_LEG_BITS, RIGHT_LEG_BITS = (2, 4), (4, 2)
+
+
+@dataclasses.dataclass(frozen=True)
+class LegContacts:
+    """Left-right leg contacts of a run (:attr:`MujocoSim.leg_contacts`, ``leg_collisions`` on).
+
+    Attributes:
+        steps: Physics steps with at least one left-right leg contact.
+        first_time: Time [s] of the first such step (nan: none).
+        last_time: Time [s] of the last one (nan: none).
+        max_force: Largest sum of the left-right contacts' normal forces in one physics step [N].
+        max_force_time: Its time [s] (nan: none).
+        max_penetration: Deepest left-right penetration [m] (0: none deeper than touching).
+        pairs: The (left link, right link) pairs that touched, sorted.
+    """
+
+    steps: int = 0
+    first_time: float = math.nan
+    last_time: float = math.nan
+    max_force: float = 0.0
+    max_force_time: float = math.nan
+    max_penetration: float = 0.0
+    pairs: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def touched(self) -> bool:
+        """Whether the legs touched."""
+        return self.steps > 0
+
+    def summary(self) -> str:
+        """One line: "none" or the steps, times, largest force and the pairs."""
+        if not self.touched:
+            return "none"
+        pairs = ", ".join(f"{a}/{b}" for a, b in self.pairs)
+        return (f"{self.steps} physics steps in {self.first_time:.3f}-{self.last_time:.3f} s, max "
+                f"{self.max_force:.0f} N at {self.max_force_time:.3f} s, depth "
+                f"{1000 * self.max_penetration:.1f} mm ({pairs})")
+
+
 class _MujocoBackend(ServoedBackend):
     """Shared machinery: model, servo, stepping with interpolated targets, IMU and joint readings."""
 
@@ -131,6 +174,12 @@ class _MujocoBackend(ServoedBackend):
             lift_height: Height [m] the base is lifted to during the wheel plant's ``air`` windows.
             lift_frequency: Natural frequency of the lifting spring [Hz] (critically damped).
             base_damping: Viscous damping of the wheeled robot's base slides [N s/m].
+            leg_collisions: Biped (URDF): collide the left leg with the right leg, through the URDF's own
+                ``<collision>`` geometry of the links the robot description's ``leg_links`` names (meshes:
+                their convex hulls), massless; left-leg geoms collide only with right-leg geoms (never
+                with the floor, the terrain, the soles or their own leg). Recorded per run in
+                :attr:`MujocoSim.leg_contacts` (simulator truth: for benchmarks and tests, not the
+                controllers). Off: the model as before.
         """
 
         timestep: float = 0.001
@@ -156,6 +205,7 @@ class _MujocoBackend(ServoedBackend):
         lift_height: float = 0.1
         lift_frequency: float = 3.0
         base_damping: float = 0.0
+        leg_collisions: bool = False
 
         def __post_init__(self) -> None:
             check_positive("timestep", self.timestep)
@@ -169,7 +219,7 @@ class _MujocoBackend(ServoedBackend):
             check_positive("contact_time_constant", self.contact_time_constant)
             check_int_range("feedforward_substeps", self.feedforward_substeps, 1)
             check_range("fall_height_ratio", self.fall_height_ratio, 0.0, 1.0)
-            for name in ("effort_limits", "velocity_feedforward", "gravity_feedforward"):
+            for name in ("effort_limits", "velocity_feedforward", "gravity_feedforward", "leg_collisions"):
                 if not isinstance(getattr(self, name), bool):
                     raise ParameterError(name, getattr(self, name), "true or false")
             patterns = tuple(self.gain_patterns)
@@ -318,6 +368,7 @@ class _MujocoBackend(ServoedBackend):
             self._before_physics_step(self._time + (k - 1) * h)
             mj.mj_step(m, d)
             self._physics_steps += 1
+            self._after_physics_step(self._time + (k - 1) * h)
         mj.mj_forward(m, d)  # positions, contacts and sensors of the new state (mj_step leaves the old)
         self._target = target
         self._time = time
@@ -330,6 +381,9 @@ class _MujocoBackend(ServoedBackend):
         wrench[0:3] = force
         # xfrc_applied acts at the body's centre of mass: the force at the body's origin adds r x F.
         wrench[3:6] = np.cross(self._root_origin_from_com(), force) if force.any() else 0.0
+
+    def _after_physics_step(self, time: float) -> None:
+        """Hook run after each physics step (its contacts are those of the state at ``time``)."""
 
     def _root_origin_from_com(self) -> np.ndarray:
         """Root body origin minus root body centre of mass [m], world frame, at the current ``qpos``.
@@ -482,9 +536,15 @@ class MujocoSim(_MujocoBackend):
                 placement = self._frame_in_body(self.robot, frame, body)
                 mjcf.add_box(spec, body, f"{foot}_box", placement.act(centre), half,
                              _wxyz(placement.rotation), opt.friction, solref)
+        legs = self._add_leg_geoms(spec, root) if opt.leg_collisions else {}
         self._add_servos(spec, self.robot.joint_names, opt, self.robot)
         self._init_common(spec, self.robot, p.hardware_period, self.robot.joint_names, p.latency)
         m = self.model
+        #: Leg geom id -> its link (``leg_collisions``; empty: off).
+        self._leg_geoms = {m.geom(name).id: link for name, link in legs.items()}
+        self._leg_mask = np.zeros(m.ngeom, dtype=bool)
+        self._leg_mask[list(self._leg_geoms)] = True
+        self._left_geoms = {m.geom(name).id for name in legs if name.startswith("leg_collision_left_")}
         mass = float(m.body_subtreemass[m.body(root).id])
         if self.robot.description_format == "mjcf" and abs(mass - self.robot.mass) > 0.01 * self.robot.mass:
             raise ModelError(f"MuJoCo weighs '{self.robot.description_path}' {mass:.3f} kg and pinocchio "
@@ -498,6 +558,72 @@ class MujocoSim(_MujocoBackend):
         self._wrench = np.zeros(6)
         self._initial = initial_configuration(self.robot, p)
         self.reset()
+
+    def _add_leg_geoms(self, spec, root: str) -> dict[str, str]:
+        """The URDF collision geoms of the legs (``leg_collisions``); returns geom name -> link."""
+        d = self.robot.description
+        if self.robot.description_format != "urdf" or self._point_feet:
+            raise ModelError(f"leg_collisions needs a biped described by a URDF; '{self.robot.name}' is not")
+        if d is None or not d.leg_links.given:
+            raise ModelError(f"leg_collisions needs the legs' links of '{self.robot.name}': 'leg_links' "
+                             "(left and right link name patterns) in its robot description")
+        geoms = {}
+        for side, patterns, bits in (("left", d.leg_links.left, LEFT_LEG_BITS),
+                                     ("right", d.leg_links.right, RIGHT_LEG_BITS)):
+            collisions = mjcf.urdf_collisions(self.robot.urdf_path, patterns)
+            if not collisions:
+                raise ModelError(f"leg_links.{side} {list(patterns)} of '{self.robot.name}' names no link "
+                                 f"with a <collision> in '{self.robot.urdf_path}'")
+            for k, collision in enumerate(collisions):
+                link = collision["link"]
+                f = self.robot.model.frames[self.robot.frame_id(link)]
+                body = root
+                if f.parentJoint > 1:
+                    joint = spec.joint(self.robot.model.names[f.parentJoint])
+                    if joint is None:
+                        raise ModelError(f"joint of link '{link}' is not in the MuJoCo model")
+                    body = joint.parent.name
+                local = pin.SE3(pin.rpy.rpyToMatrix(*collision["rpy"]), collision["xyz"])
+                placement = self._frame_in_body(self.robot, link, body) * local
+                name = f"leg_collision_{side}_{k}"
+                mjcf.add_collision_geom(spec, body, name, collision, placement.translation,
+                                        _wxyz(placement.rotation), *bits)
+                geoms[name] = link
+        return geoms
+
+    @property
+    def leg_contacts(self) -> LegContacts:
+        """Left-right leg contacts since the last :meth:`reset` (``leg_collisions``; none when off)."""
+        r = self._leg_record
+        return LegContacts(steps=r["steps"], first_time=r["first"], last_time=r["last"], max_force=r["force"],
+                           max_force_time=r["force_time"], max_penetration=r["depth"],
+                           pairs=tuple(sorted(r["pairs"])))
+
+    def _after_physics_step(self, time: float) -> None:
+        if not self._leg_geoms:
+            return
+        d = self.data
+        n = d.ncon
+        if not n:
+            return
+        geoms = d.contact.geom[:n]
+        legs = np.flatnonzero(self._leg_mask[geoms[:, 0]] | self._leg_mask[geoms[:, 1]])
+        if not len(legs):
+            return
+        r = self._leg_record
+        force = 0.0
+        for c in legs:
+            self._mj.mj_contactForce(self.model, d, int(c), self._wrench)
+            force += float(self._wrench[0])
+            r["depth"] = max(r["depth"], -float(d.contact.dist[c]))
+            g1, g2 = (int(g) for g in geoms[c])
+            left, right = (g1, g2) if g1 in self._left_geoms else (g2, g1)
+            r["pairs"].add((self._leg_geoms[left], self._leg_geoms[right]))
+        r["steps"] += 1
+        r["first"] = time if r["steps"] == 1 else r["first"]
+        r["last"] = time
+        if force > r["force"]:
+            r["force"], r["force_time"] = force, time
 
     @property
     def contact_names(self) -> tuple[str, ...]:
@@ -527,6 +653,8 @@ class MujocoSim(_MujocoBackend):
         qpos[0:3], qpos[3:7] = q[0:3], [q[6], q[3], q[4], q[5]]
         qpos[self._qadr] = q[7:]
         self._reset_common(qpos, q[7:])
+        self._leg_record = {"steps": 0, "first": math.nan, "last": math.nan, "force": 0.0,
+                            "force_time": math.nan, "depth": 0.0, "pairs": set()}
         self._standing_height = float(self.data.site_xpos[self._base_site][2])
         self._finish()
 
@@ -864,4 +992,5 @@ def create_wheel_backend(params: WheelPlant.Parameters,
     return MujocoWheelSim(params, mujoco)
 
 
-__all__ = ["INTEGRATORS", "MujocoSim", "MujocoWheelSim", "create_backend", "create_wheel_backend"]
+__all__ = ["INTEGRATORS", "LEFT_LEG_BITS", "RIGHT_LEG_BITS", "LegContacts", "MujocoSim", "MujocoWheelSim",
+           "create_backend", "create_wheel_backend"]
