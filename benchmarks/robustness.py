@@ -61,6 +61,13 @@ bisection (survival is not always monotone in the impulse): the impulses that st
 ``--on-only``: the push rows of the second column only (the first '-'); ``--why``: each push cell with the
 smallest impulse that fell in the bisection and why (the fall detector's time and criteria, IK failures).
 
+``--leg-collisions``: every run's MuJoCo plant collides the left leg with the right leg
+(``MujocoSim.Parameters.leg_collisions``: the URDF's leg collision meshes); each run prints a line with its
+push, outcome and left-right leg contacts (:class:`~walk_mpc.core.sim.mujoco.LegContacts`: when, largest
+force, which links; simulator truth, the controllers do not see it). ``--leg-clearance``: every run's plant
+measures the smallest left-right leg distance (``MujocoSim.Parameters.leg_clearance``; without
+``--leg-collisions`` the physics is unchanged: the legs pass through each other, by how much is printed).
+
 ``--estimated``: the samples carry no base pose (``base_estimate_valid`` false): the controllers estimate
 the state from the IMU and the legs (the simulator's truth only scores). ``--sections`` selects rows.
 Prints a table; ``test/test_robustness.py`` checks a few-second subset.
@@ -141,6 +148,9 @@ STABILIZER: dict = {}  # stabilizer parameters of the runs with it on (besides e
 LIMITS: dict = {}  # step limits of step adjustment and recovery steps (--limits; default: the behavior's)
 IK: dict = {}  # IK solver parameters of every run, over the defaults (--ik)
 STAGE: dict = {}  # whole-body stage parameters of every run, besides the stabilizer (--stage)
+LEG_COLLISIONS = False  # every run's plant collides the legs with each other, and prints its contacts
+LEG_CLEARANCE = False  # every run's plant measures the smallest left-right leg distance, and prints it
+LEG_CONTACTS: list = []  # (push [N s] (x, y), walked, LegContacts) of every run with either
 
 
 def run_walk(robot: RobotModel, stabilizer: bool, gait: Gait = Gait(), terrain: Optional[Terrain] = None,
@@ -154,7 +164,8 @@ def run_walk(robot: RobotModel, stabilizer: bool, gait: Gait = Gait(), terrain: 
     (``trace``: a list the adjuster's decisions are appended to); ``recover``: standing recovery steps;
     ``noslip``: the terrain sim's ``noslip_iterations`` (:class:`~walk_mpc.core.sim.terrain.TerrainMujocoSim`:
     no creep of the soles down a slope); ``why``: a list :func:`failure` of the walk is appended to."""
-    physics = MujocoSim.Parameters(gain_patterns=("leg_",), gain_kp=(kp,), gain_kd=(kp / 100.0,))
+    physics = MujocoSim.Parameters(gain_patterns=("leg_",), gain_kp=(kp,), gain_kd=(kp / 100.0,),
+                                   leg_collisions=LEG_COLLISIONS, leg_clearance=LEG_CLEARANCE)
     params = KinematicSim.Parameters()
     sim = (TerrainMujocoSim(terrain, params, physics, robot=robot, noslip_iterations=noslip)
            if terrain is not None
@@ -198,6 +209,13 @@ def run_walk(robot: RobotModel, stabilizer: bool, gait: Gait = Gait(), terrain: 
     outcome = loop.outcome(time.perf_counter() - start)
     if why is not None:
         why.append(failure(outcome, loop.fall_reason))
+    if LEG_COLLISIONS or LEG_CLEARANCE:
+        impulse = (0.0, 0.0) if push is None else tuple(PUSH_DURATION * float(f) for f in push[1][:2])
+        LEG_CONTACTS.append((impulse, walked(outcome), sim.leg_contacts))
+        result = "stands" if walked(outcome) else "falls: " + failure(outcome, loop.fall_reason)
+        print(f"  run: push ({impulse[0]:.1f}, {impulse[1]:.1f}) N s, stabilizer "
+              f"{'on' if stabilizer else 'off'}, {result}; leg contacts: {sim.leg_contacts.summary()}"
+              + (f"; leg clearance: {sim.leg_clearance.summary()}" if LEG_CLEARANCE else ""), flush=True)
     return outcome
 
 
@@ -393,6 +411,11 @@ def main(argv=None) -> None:
                         help="comma-separated: pushes, terrain, gains, speed")
     parser.add_argument("--iterations", type=int, default=5, help="bisection halvings of each push")
     parser.add_argument("--steps", type=int, default=10, help="steps of the terrain, gains and speed walks")
+    parser.add_argument("--leg-collisions", action="store_true",
+                        help="collide the legs with each other (MuJoCo leg_collisions); print each run's "
+                        "contacts")
+    parser.add_argument("--leg-clearance", action="store_true",
+                        help="measure the smallest left-right leg distance (MuJoCo leg_clearance); print it")
     parser.add_argument("--estimated", action="store_true", help="samples without base pose (IMU + legs)")
     parser.add_argument("--step-adjustment", action="store_true",
                         help="the stabilizer on, step adjustment off vs on")
@@ -425,8 +448,10 @@ def main(argv=None) -> None:
     parser.add_argument("--stage", default="",
                         help="whole-body stage parameters NAME=VALUE,... of every run (not the stabilizer)")
     args = parser.parse_args(argv)
-    global ESTIMATED
+    global ESTIMATED, LEG_COLLISIONS, LEG_CLEARANCE
     ESTIMATED = args.estimated
+    LEG_COLLISIONS = args.leg_collisions
+    LEG_CLEARANCE = args.leg_clearance
     if args.zmp_inward_offset:
         PLANNER["zmp_inward_offset"] = args.zmp_inward_offset
     if args.adapt_timing:

@@ -113,3 +113,25 @@ def test_leg_links_need_both_legs_and_regular_expressions():
 def test_leg_collisions_must_be_a_boolean():
     with pytest.raises(ParameterError):
         MujocoSim.Parameters(leg_collisions=1)
+
+
+def test_clearance_alone_leaves_the_physics_bit_for_bit_and_measures_the_standing_gap(talos):
+    sim = make_sim(talos, leg_clearance=True)
+    assert run_hash(sim) == RUN_HASH
+    assert not sim.leg_contacts.touched
+    clearance = sim.leg_clearance
+    assert 0.005 < clearance.min_distance < 0.02 and clearance.overlap_steps == 0  # thighs ~1.2 cm apart
+    assert clearance.min_pair == ("leg_left_3_link", "leg_right_3_link")
+
+
+def test_clearance_of_crossed_legs_is_negative_with_or_without_collisions(talos):
+    for collisions in (False, True):
+        sim = make_sim(talos, leg_clearance=True, leg_collisions=collisions)
+        sim.reset(crossed(talos))
+        sim.step()
+        clearance = sim.leg_clearance
+        assert clearance.min_distance < -0.05 and clearance.overlap_steps == 1
+        assert clearance.first_overlap == clearance.last_overlap == sim.time
+        assert sim.leg_contacts.touched == collisions
+        sim.reset()
+        assert sim.leg_clearance.overlap_steps == 0 and math.isnan(sim.leg_clearance.min_time)

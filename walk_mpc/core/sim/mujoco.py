@@ -92,6 +92,9 @@ def _wxyz(rotation: np.ndarray) -> list[float]:
 #: Collision bits of the leg geoms (``leg_collisions``): left (contype, conaffinity), right; each leg collides
 #: only with the other (the floor, terrain and soles have MuJoCo's default bit 1).
 LEFT_LEG_BITS, RIGHT_LEG_BITS = (2, 4), (4, 2)
+#: Collision bits of the leg geoms with ``leg_clearance`` alone: a contype no conaffinity has (a geom with
+#: both 0 would be discarded as visual), so they collide with nothing.
+NO_COLLISION_BITS = (8, 0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,6 +132,43 @@ class LegContacts:
         return (f"{self.steps} physics steps in {self.first_time:.3f}-{self.last_time:.3f} s, max "
                 f"{self.max_force:.0f} N at {self.max_force_time:.3f} s, depth "
                 f"{1000 * self.max_penetration:.1f} mm ({pairs})")
+
+
+#: Farthest left-right leg distance [m] :attr:`MujocoSim.leg_clearance` resolves (farther reads as this).
+CLEARANCE_RANGE = 0.1
+
+
+@dataclasses.dataclass(frozen=True)
+class LegClearance:
+    """Left-right leg distances of a run, once per hardware step (:attr:`MujocoSim.leg_clearance`).
+
+    Attributes:
+        min_distance: Smallest distance between a left-leg and a right-leg geom [m] (negative: they
+            interpenetrate by that much; :data:`CLEARANCE_RANGE` when never closer).
+        min_time: Its time [s] (nan: never closer than the range).
+        min_pair: Its (left link, right link).
+        overlap_steps: Hardware steps with a negative distance.
+        first_overlap: Time [s] of the first of them (nan: none).
+        last_overlap: Time [s] of the last (nan: none).
+    """
+
+    min_distance: float = CLEARANCE_RANGE
+    min_time: float = math.nan
+    min_pair: tuple[str, str] = ("", "")
+    overlap_steps: int = 0
+    first_overlap: float = math.nan
+    last_overlap: float = math.nan
+
+    def summary(self) -> str:
+        """One line: the smallest distance, when, between which links, and the overlap."""
+        if math.isnan(self.min_time):
+            return f"farther than {100 * CLEARANCE_RANGE:.0f} cm"
+        text = (f"min {100 * self.min_distance:.1f} cm at {self.min_time:.2f} s "
+                f"({self.min_pair[0]}/{self.min_pair[1]})")
+        if self.overlap_steps:
+            text += (f", overlap in {self.overlap_steps} steps "
+                     f"{self.first_overlap:.2f}-{self.last_overlap:.2f} s")
+        return text
 
 
 class _MujocoBackend(ServoedBackend):
@@ -180,6 +220,11 @@ class _MujocoBackend(ServoedBackend):
                 with the floor, the terrain, the soles or their own leg). Recorded per run in
                 :attr:`MujocoSim.leg_contacts` (simulator truth: for benchmarks and tests, not the
                 controllers). Off: the model as before.
+            leg_clearance: Biped (URDF): the same leg geoms (without collisions unless ``leg_collisions``),
+                and after every hardware step the smallest left-right distance between them (MuJoCo
+                ``mj_geomDistance``, negative: the legs pass through each other), recorded in
+                :attr:`MujocoSim.leg_clearance` (simulator truth, like :attr:`MujocoSim.leg_contacts`).
+                Without ``leg_collisions`` the physics is unchanged (massless geoms colliding with nothing).
         """
 
         timestep: float = 0.001
@@ -206,6 +251,7 @@ class _MujocoBackend(ServoedBackend):
         lift_frequency: float = 3.0
         base_damping: float = 0.0
         leg_collisions: bool = False
+        leg_clearance: bool = False
 
         def __post_init__(self) -> None:
             check_positive("timestep", self.timestep)
@@ -219,7 +265,8 @@ class _MujocoBackend(ServoedBackend):
             check_positive("contact_time_constant", self.contact_time_constant)
             check_int_range("feedforward_substeps", self.feedforward_substeps, 1)
             check_range("fall_height_ratio", self.fall_height_ratio, 0.0, 1.0)
-            for name in ("effort_limits", "velocity_feedforward", "gravity_feedforward", "leg_collisions"):
+            for name in ("effort_limits", "velocity_feedforward", "gravity_feedforward", "leg_collisions",
+                         "leg_clearance"):
                 if not isinstance(getattr(self, name), bool):
                     raise ParameterError(name, getattr(self, name), "true or false")
             patterns = tuple(self.gain_patterns)
@@ -536,7 +583,7 @@ class MujocoSim(_MujocoBackend):
                 placement = self._frame_in_body(self.robot, frame, body)
                 mjcf.add_box(spec, body, f"{foot}_box", placement.act(centre), half,
                              _wxyz(placement.rotation), opt.friction, solref)
-        legs = self._add_leg_geoms(spec, root) if opt.leg_collisions else {}
+        legs = self._add_leg_geoms(spec, root) if opt.leg_collisions or opt.leg_clearance else {}
         self._add_servos(spec, self.robot.joint_names, opt, self.robot)
         self._init_common(spec, self.robot, p.hardware_period, self.robot.joint_names, p.latency)
         m = self.model
@@ -545,6 +592,13 @@ class MujocoSim(_MujocoBackend):
         self._leg_mask = np.zeros(m.ngeom, dtype=bool)
         self._leg_mask[list(self._leg_geoms)] = True
         self._left_geoms = {m.geom(name).id for name in legs if name.startswith("leg_collision_left_")}
+        if not opt.leg_collisions:  # leg_clearance alone: the geoms collide with nothing
+            self._leg_geoms = {}
+            self._leg_mask[:] = False
+        self._leg_pairs = [(a, b) for a in sorted(self._left_geoms) for b in (m.geom(n).id for n in legs)
+                           if b not in self._left_geoms] if opt.leg_clearance else []
+        self._leg_link = {m.geom(name).id: link for name, link in legs.items()}
+        self._fromto = np.zeros(6)
         mass = float(m.body_subtreemass[m.body(root).id])
         if self.robot.description_format == "mjcf" and abs(mass - self.robot.mass) > 0.01 * self.robot.mass:
             raise ModelError(f"MuJoCo weighs '{self.robot.description_path}' {mass:.3f} kg and pinocchio "
@@ -568,8 +622,10 @@ class MujocoSim(_MujocoBackend):
             raise ModelError(f"leg_collisions needs the legs' links of '{self.robot.name}': 'leg_links' "
                              "(left and right link name patterns) in its robot description")
         geoms = {}
-        for side, patterns, bits in (("left", d.leg_links.left, LEFT_LEG_BITS),
-                                     ("right", d.leg_links.right, RIGHT_LEG_BITS)):
+        collide = self.mujoco_params.leg_collisions
+        left_bits, right_bits = (LEFT_LEG_BITS, RIGHT_LEG_BITS) if collide else (NO_COLLISION_BITS,) * 2
+        for side, patterns, bits in (("left", d.leg_links.left, left_bits),
+                                     ("right", d.leg_links.right, right_bits)):
             collisions = mjcf.urdf_collisions(self.robot.urdf_path, patterns)
             if not collisions:
                 raise ModelError(f"leg_links.{side} {list(patterns)} of '{self.robot.name}' names no link "
@@ -598,6 +654,30 @@ class MujocoSim(_MujocoBackend):
         return LegContacts(steps=r["steps"], first_time=r["first"], last_time=r["last"], max_force=r["force"],
                            max_force_time=r["force_time"], max_penetration=r["depth"],
                            pairs=tuple(sorted(r["pairs"])))
+
+    @property
+    def leg_clearance(self) -> LegClearance:
+        """Smallest left-right leg distance since the last :meth:`reset` (``leg_clearance``)."""
+        r = self._clearance
+        return LegClearance(min_distance=r["min"], min_time=r["time"], min_pair=r["pair"],
+                            overlap_steps=r["steps"], first_overlap=r["first"], last_overlap=r["last"])
+
+    def _measure_clearance(self) -> None:
+        m, d, r = self.model, self.data, self._clearance
+        distance, pair = CLEARANCE_RANGE, None
+        for a, b in self._leg_pairs:
+            value = self._mj.mj_geomDistance(m, d, a, b, CLEARANCE_RANGE, self._fromto)
+            if value < distance:
+                distance, pair = value, (a, b)
+        if pair is None:
+            return
+        if distance < r["min"]:
+            r["min"], r["time"] = distance, self._time
+            r["pair"] = (self._leg_link[pair[0]], self._leg_link[pair[1]])
+        if distance < 0.0:
+            r["steps"] += 1
+            r["first"] = self._time if r["steps"] == 1 else r["first"]
+            r["last"] = self._time
 
     def _after_physics_step(self, time: float) -> None:
         if not self._leg_geoms:
@@ -653,6 +733,8 @@ class MujocoSim(_MujocoBackend):
         qpos[0:3], qpos[3:7] = q[0:3], [q[6], q[3], q[4], q[5]]
         qpos[self._qadr] = q[7:]
         self._reset_common(qpos, q[7:])
+        self._clearance = {"min": CLEARANCE_RANGE, "time": math.nan, "pair": ("", ""), "steps": 0,
+                           "first": math.nan, "last": math.nan}
         self._leg_record = {"steps": 0, "first": math.nan, "last": math.nan, "force": 0.0,
                             "force_time": math.nan, "depth": 0.0, "pairs": set()}
         self._standing_height = float(self.data.site_xpos[self._base_site][2])
@@ -665,6 +747,8 @@ class MujocoSim(_MujocoBackend):
             InputError: If ``dt`` is not a positive multiple of the timestep.
         """
         self._advance(dt)
+        if self._leg_pairs:
+            self._measure_clearance()
         self._finish()
         return self._state
 
@@ -992,5 +1076,6 @@ def create_wheel_backend(params: WheelPlant.Parameters,
     return MujocoWheelSim(params, mujoco)
 
 
-__all__ = ["INTEGRATORS", "LEFT_LEG_BITS", "RIGHT_LEG_BITS", "LegContacts", "MujocoSim", "MujocoWheelSim",
-           "create_backend", "create_wheel_backend"]
+__all__ = ["CLEARANCE_RANGE", "INTEGRATORS", "LEFT_LEG_BITS", "NO_COLLISION_BITS", "RIGHT_LEG_BITS",
+           "LegClearance", "LegContacts", "MujocoSim", "MujocoWheelSim", "create_backend",
+           "create_wheel_backend"]
