@@ -61,12 +61,14 @@ bisection (survival is not always monotone in the impulse): the impulses that st
 ``--on-only``: the push rows of the second column only (the first '-'); ``--why``: each push cell with the
 smallest impulse that fell in the bisection and why (the fall detector's time and criteria, IK failures).
 
-``--leg-collisions``: every run's MuJoCo plant collides the left leg with the right leg
-(``MujocoSim.Parameters.leg_collisions``: the URDF's leg collision meshes); each run prints a line with its
-push, outcome and left-right leg contacts (:class:`~walk_mpc.core.sim.mujoco.LegContacts`: when, largest
-force, which links; simulator truth, the controllers do not see it). ``--leg-clearance``: every run's plant
-measures the smallest left-right leg distance (``MujocoSim.Parameters.leg_clearance``; without
-``--leg-collisions`` the physics is unchanged: the legs pass through each other, by how much is printed).
+Every run's MuJoCo plant collides Talos' left leg with its right leg (``MujocoSim.Parameters.leg_collisions``,
+on by default since the ninth session: the URDF's leg collision meshes); ``--no-leg-collisions``: the legs
+pass through each other, as in the runs of the sessions before (a crossing step then looks feasible that is
+not). ``--leg-collisions``: also print a line per run with its push, outcome and left-right leg contacts
+(:class:`~walk_mpc.core.sim.mujoco.LegContacts`: when, largest force, which links; simulator truth, the
+controllers do not see it). ``--leg-clearance``: every run's plant measures the smallest left-right leg
+distance (``MujocoSim.Parameters.leg_clearance``; with ``--no-leg-collisions`` the physics is that of the
+legs passing through each other, by how much is printed).
 
 ``--estimated``: the samples carry no base pose (``base_estimate_valid`` false): the controllers estimate
 the state from the IMU and the legs (the simulator's truth only scores). ``--sections`` selects rows.
@@ -148,7 +150,8 @@ STABILIZER: dict = {}  # stabilizer parameters of the runs with it on (besides e
 LIMITS: dict = {}  # step limits of step adjustment and recovery steps (--limits; default: the behavior's)
 IK: dict = {}  # IK solver parameters of every run, over the defaults (--ik)
 STAGE: dict = {}  # whole-body stage parameters of every run, besides the stabilizer (--stage)
-LEG_COLLISIONS = False  # every run's plant collides the legs with each other, and prints its contacts
+LEG_COLLISIONS = True  # every run's plant collides the legs with each other (--no-leg-collisions: not)
+LEG_REPORT = False  # every run prints its leg contacts (--leg-collisions)
 LEG_CLEARANCE = False  # every run's plant measures the smallest left-right leg distance, and prints it
 LEG_CONTACTS: list = []  # (push [N s] (x, y), walked, LegContacts) of every run with either
 
@@ -209,7 +212,7 @@ def run_walk(robot: RobotModel, stabilizer: bool, gait: Gait = Gait(), terrain: 
     outcome = loop.outcome(time.perf_counter() - start)
     if why is not None:
         why.append(failure(outcome, loop.fall_reason))
-    if LEG_COLLISIONS or LEG_CLEARANCE:
+    if LEG_REPORT or LEG_CLEARANCE:
         impulse = (0.0, 0.0) if push is None else tuple(PUSH_DURATION * float(f) for f in push[1][:2])
         LEG_CONTACTS.append((impulse, walked(outcome), sim.leg_contacts))
         result = "stands" if walked(outcome) else "falls: " + failure(outcome, loop.fall_reason)
@@ -412,8 +415,9 @@ def main(argv=None) -> None:
     parser.add_argument("--iterations", type=int, default=5, help="bisection halvings of each push")
     parser.add_argument("--steps", type=int, default=10, help="steps of the terrain, gains and speed walks")
     parser.add_argument("--leg-collisions", action="store_true",
-                        help="collide the legs with each other (MuJoCo leg_collisions); print each run's "
-                        "contacts")
+                        help="print each run's left-right leg contacts (MuJoCo leg_collisions, the default)")
+    parser.add_argument("--no-leg-collisions", action="store_true",
+                        help="the legs pass through each other (the runs before the ninth session)")
     parser.add_argument("--leg-clearance", action="store_true",
                         help="measure the smallest left-right leg distance (MuJoCo leg_clearance); print it")
     parser.add_argument("--estimated", action="store_true", help="samples without base pose (IMU + legs)")
@@ -448,9 +452,12 @@ def main(argv=None) -> None:
     parser.add_argument("--stage", default="",
                         help="whole-body stage parameters NAME=VALUE,... of every run (not the stabilizer)")
     args = parser.parse_args(argv)
-    global ESTIMATED, LEG_COLLISIONS, LEG_CLEARANCE
+    global ESTIMATED, LEG_COLLISIONS, LEG_REPORT, LEG_CLEARANCE
     ESTIMATED = args.estimated
-    LEG_COLLISIONS = args.leg_collisions
+    if args.leg_collisions and args.no_leg_collisions:
+        parser.error("--leg-collisions and --no-leg-collisions exclude each other")
+    LEG_COLLISIONS = not args.no_leg_collisions
+    LEG_REPORT = args.leg_collisions
     LEG_CLEARANCE = args.leg_clearance
     if args.zmp_inward_offset:
         PLANNER["zmp_inward_offset"] = args.zmp_inward_offset

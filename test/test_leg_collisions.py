@@ -1,5 +1,5 @@
-"""MuJoCo ``leg_collisions``: off, the model and a short run bit for bit as before; on, crossed legs touch and
-the standing posture does not."""
+"""MuJoCo ``leg_collisions`` (on by default for a robot naming its legs): off, the model and a short run bit
+for bit as before; on, crossed legs touch and the standing posture does not."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 
 mujoco = pytest.importorskip("mujoco")
 
-from walk_mpc.core.body.robot import LegLinks  # noqa: E402
-from walk_mpc.core.errors import ParameterError  # noqa: E402
+from walk_mpc.core.body.robot import LegLinks, RobotModel  # noqa: E402
+from walk_mpc.core.errors import ModelError, ParameterError  # noqa: E402
 from walk_mpc.core.sim.kinematic import KinematicSim  # noqa: E402
 from walk_mpc.core.sim.mujoco import LEFT_LEG_BITS, RIGHT_LEG_BITS, MujocoSim  # noqa: E402
 
@@ -53,21 +53,21 @@ def crossed(talos, roll: float = 0.2) -> np.ndarray:
 
 
 def test_off_the_model_and_a_short_run_are_bit_for_bit_as_before(talos):
-    sim = make_sim(talos)
+    sim = make_sim(talos, leg_collisions=False)
     assert model_hash(sim.model) == MODEL_HASH
     assert run_hash(sim) == RUN_HASH
     assert not sim.leg_contacts.touched
 
 
 def test_off_crossed_legs_pass_through_each_other_unrecorded(talos):
-    sim = make_sim(talos)
+    sim = make_sim(talos, leg_collisions=False)
     sim.reset(crossed(talos))
     sim.step()
     assert not sim.leg_contacts.touched
 
 
 def test_on_the_leg_geoms_are_massless_and_collide_only_with_the_other_leg(talos):
-    off, on = make_sim(talos), make_sim(talos, leg_collisions=True)
+    off, on = make_sim(talos, leg_collisions=False), make_sim(talos)  # on by default: Talos names its legs
     np.testing.assert_array_equal(on.model.body_mass, off.model.body_mass)
     np.testing.assert_array_equal(on.model.body_inertia, off.model.body_inertia)
     m = on.model
@@ -110,13 +110,30 @@ def test_leg_links_need_both_legs_and_regular_expressions():
         LegLinks(left=("leg_left_(",), right=("leg_right_.*",))
 
 
+def test_on_by_default_the_pushed_run_without_a_leg_contact_is_the_one_without_leg_geoms(talos):
+    sim = make_sim(talos)
+    assert sim.mujoco_params.leg_collisions and sim._leg_geoms  # Talos' description names its legs
+    assert run_hash(sim) == RUN_HASH and not sim.leg_contacts.touched
+
+
+def test_on_by_default_a_robot_naming_no_legs_has_only_its_soles_colliding():
+    robot = RobotModel(RobotModel.Parameters(robot="g1"))
+    assert not robot.description.leg_links.given
+    sim = MujocoSim(KinematicSim.Parameters(), MujocoSim.Parameters(), robot=robot)
+    m = sim.model
+    assert not sim._leg_geoms
+    assert {(int(m.geom_contype[g]), int(m.geom_conaffinity[g])) for g in range(m.ngeom)} <= {(1, 1), (0, 0)}
+    with pytest.raises(ModelError, match="leg_links"):
+        MujocoSim(KinematicSim.Parameters(), MujocoSim.Parameters(leg_clearance=True), robot=robot)
+
+
 def test_leg_collisions_must_be_a_boolean():
     with pytest.raises(ParameterError):
         MujocoSim.Parameters(leg_collisions=1)
 
 
 def test_clearance_alone_leaves_the_physics_bit_for_bit_and_measures_the_standing_gap(talos):
-    sim = make_sim(talos, leg_clearance=True)
+    sim = make_sim(talos, leg_clearance=True, leg_collisions=False)
     assert run_hash(sim) == RUN_HASH
     assert not sim.leg_contacts.touched
     clearance = sim.leg_clearance

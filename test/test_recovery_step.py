@@ -265,11 +265,36 @@ def test_a_sideways_standing_push_that_fell_is_survived_with_a_crossover_step(es
                                                                                direction):
     """State estimated, stabilizer on (CoM offset released beyond 2 cm out of the support), 55 N s sideways
     on the standing pelvis: with the recovery steps alone Talos falls (no uncrossed step can catch it: the
-    bisection stops at 43.8 N s, the capture limit of the soles); with the crossover step it stands."""
+    bisection stops at 43.8 N s, the capture limit of the soles); with the crossover step it stands, but only
+    with the legs passing through each other (``leg_collisions`` off): the crossover's logic. With the legs
+    colliding (the default) its knees meet and it falls (the test after this one)."""
+    monkeypatch.setattr(estimated, "LEG_COLLISIONS", False)
     monkeypatch.setattr(estimated, "STABILIZER", {"dcm_com_release_distance": 0.02})
     assert not estimated.walked(_standing_push(estimated, 55.0, direction, True))
     monkeypatch.setattr(estimated, "RECOVERY", {"crossover": True})
     assert estimated.walked(_standing_push(estimated, 55.0, direction, True))
+
+
+def test_with_the_legs_colliding_the_crossover_step_drives_a_knee_into_the_other_and_falls(estimated,
+                                                                                             monkeypatch):
+    """The crossover step of the test above (55 N s to the left), Talos' legs colliding (MuJoCo
+    ``leg_collisions``, the default): the swinging leg hits the stance leg (hundreds of newtons) and Talos
+    falls. The crossover is not a recovery Talos can take (docs/balance.md, "Leg collisions")."""
+    from walk_mpc.core.sim.mujoco import MujocoSim
+
+    sims = []
+    original = MujocoSim.__init__
+
+    def keep(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        sims.append(self)
+
+    monkeypatch.setattr(MujocoSim, "__init__", keep)
+    monkeypatch.setattr(estimated, "STABILIZER", {"dcm_com_release_distance": 0.02})
+    monkeypatch.setattr(estimated, "RECOVERY", {"crossover": True})
+    assert not estimated.walked(_standing_push(estimated, 55.0, "left", True))
+    contacts = sims[-1].leg_contacts
+    assert contacts.touched and contacts.max_force > 100.0
 
 
 def test_a_forward_push_that_fell_with_the_com_held_back_is_survived_with_it_released(estimated, monkeypatch):
@@ -334,7 +359,10 @@ def _loop(rb, robot, recovery, samples=None):
     from walk_mpc.core.sim.mujoco import MujocoSim
 
     kp = rb.LEG_KP
-    physics = MujocoSim.Parameters(gain_patterns=("leg_",), gain_kp=(kp,), gain_kd=(kp / 100.0,))
+    # A crossover passes the legs through each other (its knees would collide: the test of that above); the
+    # equivalence of the decisions is what is tested here.
+    physics = MujocoSim.Parameters(gain_patterns=("leg_",), gain_kp=(kp,), gain_kd=(kp / 100.0,),
+                                   leg_collisions=recovery is None or not recovery.crossover)
     sim = MujocoSim(KinematicSim.Parameters(), physics, robot=robot)
     truth = sim.sensor_sample
 

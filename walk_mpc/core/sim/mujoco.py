@@ -10,8 +10,9 @@ the physics steps of a hardware step.
 
 **Biped** (:class:`MujocoSim`, e.g. Talos): free-floating base, a floor plane, one box per sole in
 the ankle body (bottom face on the sole frame, extents ``sole_front/back/left/right`` of the kinematic
-plant, ``sole_thickness`` thick); only the soles collide (with ``leg_collisions``, also the left leg's
-URDF collision meshes with the right leg's, recorded in :attr:`MujocoSim.leg_contacts`). Optional gravity
+plant, ``sole_thickness`` thick); the soles collide with the ground, and (``leg_collisions``, on by default,
+for a robot whose description names its ``leg_links``) the left leg's URDF collision meshes with the right
+leg's, recorded in :attr:`MujocoSim.leg_contacts`. Optional gravity
 feed-forward written to ``qfrc_applied`` at every physics step: ``tau = g(q) - J_c^T f`` with ``f`` the
 least-norm wrench of the feet in contact that balances the floating-base rows of ``g(q)`` (pinocchio on the
 same URDF). Sensors follow the kinematic plant exactly (names, order, conventions): joint positions and
@@ -219,7 +220,9 @@ class _MujocoBackend(ServoedBackend):
                 their convex hulls), massless; left-leg geoms collide only with right-leg geoms (never
                 with the floor, the terrain, the soles or their own leg). Recorded per run in
                 :attr:`MujocoSim.leg_contacts` (simulator truth: for benchmarks and tests, not the
-                controllers). Off: the model as before.
+                controllers). On by default: a robot whose description names no ``leg_links`` has nothing
+                to collide (only its soles collide, as before); off, the model as before (legs pass
+                through each other: crossing steps look feasible that are not).
             leg_clearance: Biped (URDF): the same leg geoms (without collisions unless ``leg_collisions``),
                 and after every hardware step the smallest left-right distance between them (MuJoCo
                 ``mj_geomDistance``, negative: the legs pass through each other), recorded in
@@ -250,7 +253,7 @@ class _MujocoBackend(ServoedBackend):
         lift_height: float = 0.1
         lift_frequency: float = 3.0
         base_damping: float = 0.0
-        leg_collisions: bool = False
+        leg_collisions: bool = True
         leg_clearance: bool = False
 
         def __post_init__(self) -> None:
@@ -583,7 +586,10 @@ class MujocoSim(_MujocoBackend):
                 placement = self._frame_in_body(self.robot, frame, body)
                 mjcf.add_box(spec, body, f"{foot}_box", placement.act(centre), half,
                              _wxyz(placement.rotation), opt.friction, solref)
-        legs = self._add_leg_geoms(spec, root) if opt.leg_collisions or opt.leg_clearance else {}
+        d = self.robot.description
+        names_legs = d is not None and d.leg_links.given  # leg_collisions: the legs its description names
+        wanted = opt.leg_clearance or (opt.leg_collisions and names_legs)
+        legs = self._add_leg_geoms(spec, root) if wanted else {}
         self._add_servos(spec, self.robot.joint_names, opt, self.robot)
         self._init_common(spec, self.robot, p.hardware_period, self.robot.joint_names, p.latency)
         m = self.model
@@ -592,7 +598,7 @@ class MujocoSim(_MujocoBackend):
         self._leg_mask = np.zeros(m.ngeom, dtype=bool)
         self._leg_mask[list(self._leg_geoms)] = True
         self._left_geoms = {m.geom(name).id for name in legs if name.startswith("leg_collision_left_")}
-        if not opt.leg_collisions:  # leg_clearance alone: the geoms collide with nothing
+        if not (opt.leg_collisions and names_legs):  # leg_clearance alone: the geoms collide with nothing
             self._leg_geoms = {}
             self._leg_mask[:] = False
         self._leg_pairs = [(a, b) for a in sorted(self._left_geoms) for b in (m.geom(n).id for n in legs)
@@ -622,7 +628,7 @@ class MujocoSim(_MujocoBackend):
             raise ModelError(f"leg_collisions needs the legs' links of '{self.robot.name}': 'leg_links' "
                              "(left and right link name patterns) in its robot description")
         geoms = {}
-        collide = self.mujoco_params.leg_collisions
+        collide = self.mujoco_params.leg_collisions  # (leg_links given: checked above)
         left_bits, right_bits = (LEFT_LEG_BITS, RIGHT_LEG_BITS) if collide else (NO_COLLISION_BITS,) * 2
         for side, patterns, bits in (("left", d.leg_links.left, left_bits),
                                      ("right", d.leg_links.right, right_bits)):
