@@ -23,14 +23,15 @@ Error policy: MuJoCo's errors (``ValueError`` on parse or compile) are re-raised
 
 from __future__ import annotations
 
-import os
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 import numpy as np
 
+from walk_mpc.core.body.frames import package_directory
 from walk_mpc.core.errors import ConfigError, ModelError
 
 try:
@@ -102,32 +103,26 @@ def strip_urdf(urdf_path: str | Path, keep_collision_links: Sequence[str] = (),
 
 
 def resolve_mesh_path(filename: str, urdf_path: str | Path) -> Path:
-    """The file of a URDF mesh ``filename``: ``package://<pkg>/<rest>`` is looked for under a directory
-    named ``<pkg>`` among the URDF's parent directories (example-robot-data's layout), then in
-    ``share/<pkg>`` of ``$AMENT_PREFIX_PATH``; ``file://`` and absolute paths are taken as they are; a
-    relative path is relative to the URDF's directory.
+    """The file of a URDF mesh ``filename``: ``package://<pkg>/<rest>`` under the package's directory
+    (:func:`~walk_mpc.core.body.frames.package_directory`: example-robot-data, then the ament prefixes);
+    ``file://`` URIs and absolute paths as they are; a relative path relative to the URDF's directory.
 
     Raises:
         ModelError: No such file.
     """
-    urdf = Path(urdf_path).resolve()
-    candidates = []
     if filename.startswith("package://"):
         package, _, rest = filename[len("package://"):].partition("/")
-        candidates += [parent / rest for parent in urdf.parents if parent.name == package]
-        for prefix in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep):
-            if prefix:
-                candidates.append(Path(prefix) / "share" / package / rest)
+        directory = package_directory(package)
+        path = None if directory is None else directory / rest
     elif filename.startswith("file://"):
-        candidates.append(Path(filename[len("file://"):]))
+        path = Path(unquote(urlparse(filename).path))
     else:
         path = Path(filename)
-        candidates.append(path if path.is_absolute() else urdf.parent / path)
-    for path in candidates:
-        if path.is_file():
-            return path
-    raise ModelError(f"cannot find mesh '{filename}' of '{urdf_path}'; looked at "
-                     f"{[str(c) for c in candidates]}")
+        path = path if path.is_absolute() else Path(urdf_path).resolve().parent / path
+    if path is None or not path.is_file():
+        raise ModelError(f"cannot find mesh '{filename}' of '{urdf_path}'"
+                         + ("" if path is None else f" (looked at '{path}')"))
+    return path
 
 
 def urdf_collisions(urdf_path: str | Path, link_patterns: Sequence[str]) -> list[dict]:
