@@ -112,7 +112,7 @@ def test_leg_links_need_both_legs_and_regular_expressions():
 
 def test_on_by_default_the_pushed_run_without_a_leg_contact_is_the_one_without_leg_geoms(talos):
     sim = make_sim(talos)
-    assert sim.mujoco_params.leg_collisions and sim._leg_geoms  # Talos' description names its legs
+    assert sim.mujoco_params.leg_collisions and sim._collide_legs  # Talos' description names its legs
     assert run_hash(sim) == RUN_HASH and not sim.leg_contacts.touched
 
 
@@ -121,7 +121,7 @@ def test_on_by_default_a_robot_naming_no_legs_has_only_its_soles_colliding():
     assert not robot.description.leg_links.given
     sim = MujocoSim(KinematicSim.Parameters(), MujocoSim.Parameters(), robot=robot)
     m = sim.model
-    assert not sim._leg_geoms
+    assert not sim._collide_legs
     assert {(int(m.geom_contype[g]), int(m.geom_conaffinity[g])) for g in range(m.ngeom)} <= {(1, 1), (0, 0)}
     with pytest.raises(ModelError, match="leg_links"):
         MujocoSim(KinematicSim.Parameters(), MujocoSim.Parameters(leg_clearance=True), robot=robot)

@@ -593,17 +593,15 @@ class MujocoSim(_MujocoBackend):
         self._add_servos(spec, self.robot.joint_names, opt, self.robot)
         self._init_common(spec, self.robot, p.hardware_period, self.robot.joint_names, p.latency)
         m = self.model
-        #: Leg geom id -> its link (``leg_collisions``; empty: off).
-        self._leg_geoms = {m.geom(name).id: link for name, link in legs.items()}
-        self._leg_mask = np.zeros(m.ngeom, dtype=bool)
-        self._leg_mask[list(self._leg_geoms)] = True
+        self._leg_link = {m.geom(name).id: link for name, link in legs.items()}  # leg geom id -> its link
         self._left_geoms = {m.geom(name).id for name in legs if name.startswith("leg_collision_left_")}
-        if not (opt.leg_collisions and names_legs):  # leg_clearance alone: the geoms collide with nothing
-            self._leg_geoms = {}
-            self._leg_mask[:] = False
-        self._leg_pairs = [(a, b) for a in sorted(self._left_geoms) for b in (m.geom(n).id for n in legs)
+        #: The leg geoms colliding (``leg_collisions``; leg_clearance alone: none, they collide with nothing).
+        self._leg_mask = np.zeros(m.ngeom, dtype=bool)
+        self._collide_legs = bool(legs) and opt.leg_collisions
+        if self._collide_legs:
+            self._leg_mask[list(self._leg_link)] = True
+        self._leg_pairs = [(a, b) for a in sorted(self._left_geoms) for b in self._leg_link
                            if b not in self._left_geoms] if opt.leg_clearance else []
-        self._leg_link = {m.geom(name).id: link for name, link in legs.items()}
         self._fromto = np.zeros(6)
         mass = float(m.body_subtreemass[m.body(root).id])
         if self.robot.description_format == "mjcf" and abs(mass - self.robot.mass) > 0.01 * self.robot.mass:
@@ -686,7 +684,7 @@ class MujocoSim(_MujocoBackend):
             r["last"] = self._time
 
     def _after_physics_step(self, time: float) -> None:
-        if not self._leg_geoms:
+        if not self._collide_legs:
             return
         d = self.data
         n = d.ncon
@@ -704,7 +702,7 @@ class MujocoSim(_MujocoBackend):
             r["depth"] = max(r["depth"], -float(d.contact.dist[c]))
             g1, g2 = (int(g) for g in geoms[c])
             left, right = (g1, g2) if g1 in self._left_geoms else (g2, g1)
-            r["pairs"].add((self._leg_geoms[left], self._leg_geoms[right]))
+            r["pairs"].add((self._leg_link[left], self._leg_link[right]))
         r["steps"] += 1
         r["first"] = time if r["steps"] == 1 else r["first"]
         r["last"] = time
