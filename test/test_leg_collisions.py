@@ -12,7 +12,7 @@ import pytest
 mujoco = pytest.importorskip("mujoco")
 
 from walk_mpc.core.body.robot import LegLinks, RobotModel  # noqa: E402
-from walk_mpc.core.errors import ModelError, ParameterError  # noqa: E402
+from walk_mpc.core.errors import ModelError, ParameterError, ShapeError  # noqa: E402
 from walk_mpc.core.sim.kinematic import KinematicSim  # noqa: E402
 from walk_mpc.core.sim.mujoco import LEFT_LEG_BITS, RIGHT_LEG_BITS, MujocoSim  # noqa: E402
 
@@ -152,3 +152,38 @@ def test_clearance_of_crossed_legs_is_negative_with_or_without_collisions(talos)
         assert sim.leg_contacts.touched == collisions
         sim.reset()
         assert sim.leg_clearance.overlap_steps == 0 and math.isnan(sim.leg_clearance.min_time)
+
+
+def test_leg_distance_of_a_posture_leaves_the_simulation_untouched(talos):
+    """``MujocoSim.leg_distance``: the standing thighs about 1.2 cm apart, hips rolled toward each other
+    interpenetrating, the simulation's state and records unchanged; without leg geoms a clear error."""
+    sim = make_sim(talos, leg_clearance=True, leg_collisions=False)
+    sim.step()
+    q, time, clearance = sim.configuration(), sim.time, sim.leg_clearance
+    standing, pair = sim.leg_distance(talos.reference_configuration())
+    assert 0.005 < standing < 0.02 and pair == ("leg_left_3_link", "leg_right_3_link")
+    distance, _ = sim.leg_distance(crossed(talos))
+    assert distance < -0.05
+    assert np.array_equal(sim.configuration(), q) and sim.time == time and sim.leg_clearance == clearance
+    assert make_sim(talos, leg_collisions=True).leg_distance(crossed(talos))[0] == distance
+    robot = RobotModel(RobotModel.Parameters(robot="g1"))
+    with pytest.raises(ModelError, match="leg_distance"):
+        MujocoSim(KinematicSim.Parameters(), MujocoSim.Parameters(), robot=robot).leg_distance(
+            robot.reference_configuration())
+    with pytest.raises(ShapeError, match="expected shape"):
+        sim.leg_distance(np.zeros(3))
+
+
+def test_talos_legs_do_not_clear_a_crossing_landing_in_front_only_far_behind(robustness):
+    """``benchmarks/crossover_clearance.py``: the right sole landing 0.15 m across the standing left sole
+    (the recovery's ``min_crossover_width``) 0.05 m (the crossover's offset) or 0.3 m in front of it, at
+    every toe-out angle, interpenetrates the legs by centimetres; 0.4 m behind it clears."""
+    import crossover_clearance  # benchmarks/ is on the path (the robustness fixture)
+
+    scan = crossover_clearance.Scan(RobotModel())
+    for forward in (0.05, 0.3):
+        for toe in crossover_clearance.TOE_OUT:
+            distance, pair, reached = scan.clearance(forward, 0.15, 0.0, toe)
+            assert reached and distance < -0.02, (forward, toe, distance, pair)
+    distance, _, toe, reached = scan.best(-0.4, 0.15, 0.0)
+    assert reached and distance > 0.0

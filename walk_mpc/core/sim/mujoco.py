@@ -603,6 +603,7 @@ class MujocoSim(_MujocoBackend):
         self._leg_pairs = [(a, b) for a in sorted(self._left_geoms) for b in self._leg_link
                            if b not in self._left_geoms] if opt.leg_clearance else []
         self._fromto = np.zeros(6)
+        self._scratch = None  # MjData of leg_distance (made on first use)
         mass = float(m.body_subtreemass[m.body(root).id])
         if self.robot.description_format == "mjcf" and abs(mass - self.robot.mass) > 0.01 * self.robot.mass:
             raise ModelError(f"MuJoCo weighs '{self.robot.description_path}' {mass:.3f} kg and pinocchio "
@@ -666,13 +667,44 @@ class MujocoSim(_MujocoBackend):
         return LegClearance(min_distance=r["min"], min_time=r["time"], min_pair=r["pair"],
                             overlap_steps=r["steps"], first_overlap=r["first"], last_overlap=r["last"])
 
-    def _measure_clearance(self) -> None:
-        m, d, r = self.model, self.data, self._clearance
+    def leg_distance(self, q) -> tuple[float, tuple[str, str]]:
+        """Smallest distance [m] between a left-leg and a right-leg geom at the configuration ``q`` (pinocchio
+        order), and its (left link, right link): kinematics only, on a copy of the simulation's data (the
+        simulation is untouched). Negative: the geoms interpenetrate by that much; :data:`CLEARANCE_RANGE`
+        and ``("", "")`` when no pair is closer. For scans of postures
+        (``benchmarks/crossover_clearance.py``).
+
+        Raises:
+            ModelError: The simulation has no leg geoms (``leg_clearance`` or ``leg_collisions`` off).
+            ShapeError, InputError: ``q`` is not a valid configuration.
+        """
+        if not self._leg_link:
+            raise ModelError(f"leg_distance needs the legs' geoms of '{self.robot.name}': "
+                             "MujocoSim.Parameters(leg_clearance=True) or leg_collisions")
+        q = self.robot.check_configuration(q, "q")
+        if self._scratch is None:
+            self._scratch = self._mj.MjData(self.model)
+        d = self._scratch
+        d.qpos[0:3], d.qpos[3:7] = q[0:3], [q[6], q[3], q[4], q[5]]
+        d.qpos[self._qadr] = q[7:]
+        self._mj.mj_kinematics(self.model, d)
+        pairs = self._leg_pairs or [(a, b) for a in sorted(self._left_geoms) for b in self._leg_link
+                                    if b not in self._left_geoms]
+        distance, pair = self._closest(d, pairs)
+        return distance, (("", "") if pair is None else (self._leg_link[pair[0]], self._leg_link[pair[1]]))
+
+    def _closest(self, d, pairs) -> tuple[float, tuple[int, int] | None]:
+        """The smallest geom distance of ``pairs`` in the data ``d`` (within :data:`CLEARANCE_RANGE`)."""
         distance, pair = CLEARANCE_RANGE, None
-        for a, b in self._leg_pairs:
-            value = self._mj.mj_geomDistance(m, d, a, b, CLEARANCE_RANGE, self._fromto)
+        for a, b in pairs:
+            value = self._mj.mj_geomDistance(self.model, d, a, b, CLEARANCE_RANGE, self._fromto)
             if value < distance:
                 distance, pair = value, (a, b)
+        return distance, pair
+
+    def _measure_clearance(self) -> None:
+        r = self._clearance
+        distance, pair = self._closest(self.data, self._leg_pairs)
         if pair is None:
             return
         if distance < r["min"]:
