@@ -1,6 +1,7 @@
 # walk_mpc: the two commands of the README, and a few more.
 #   make demo   build, then run the main job (a simulated robot walking, with feedback and a plot);
-#               make demo ROBOT=g1 SIM=mujoco: another robot of config/graph.yaml, MuJoCo physics
+#               make demo ROBOT=g1 SIM=mujoco: another robot of config/graph.yaml, MuJoCo physics;
+#               make demo SIM=mujoco BALANCE=1: with the robot's balance setting (config/balance_talos.yaml)
 #   make test   build, then run the whole test suite and print the pytest summary
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
@@ -9,6 +10,7 @@ ROS := $(ENV) source install/setup.bash &&
 PYTEST_ARGS ?=
 SIM ?= kinematic
 ROBOT ?= talos
+BALANCE ?=
 
 .PHONY: all setup build test demo bench lint clean distclean
 all: build
@@ -26,7 +28,7 @@ test: build
 	@$(ROS) WALK_MPC_REQUIRE_ROS=1 python -P -m pytest test -q -p no:cacheprovider $(PYTEST_ARGS)
 
 demo: build
-	@$(ROS) python -P -m walk_mpc.demo --robot $(ROBOT) --sim $(SIM)
+	@$(ROS) python -P -m walk_mpc.demo --robot $(ROBOT) --sim $(SIM) $(if $(filter 1 true yes,$(BALANCE)),--balance)
 
 bench: build
 	@$(ROS) for b in benchmarks/*.py; do echo "== $$b"; python -P $$b; done

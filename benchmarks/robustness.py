@@ -70,6 +70,13 @@ controllers do not see it). ``--leg-clearance``: every run's plant measures the 
 distance (``MujocoSim.Parameters.leg_clearance``; with ``--no-leg-collisions`` the physics is that of the
 legs passing through each other, by how much is printed).
 
+``--balance``: the robot's balance setting (config/graph.yaml ``balance``: config/balance_talos.yaml, the file
+``balance:=true`` lays over the nodes' parameters), read from that file and applied as the options above would
+(:func:`balance_options`: ``ik`` ``stabilizer.*`` as ``--stabilizer``, ``walk_behavior`` ``step_adjustment``
+as ``--step-adjustment`` / ``--adjust``, ``recovery_step`` as ``--recovery-step`` / ``--recovery``,
+``behavior.limits`` as ``--limits``, ``mpc_planner`` ``planner.*`` as ``--zmp-inward-offset``, ``ik``
+``solver.*`` as ``--ik``; anything else is refused): the table the README gives for it.
+
 ``--estimated``: the samples carry no base pose (``base_estimate_valid`` false): the controllers estimate
 the state from the IMU and the legs (the simulator's truth only scores). ``--sections`` selects rows.
 Prints a table; ``test/test_robustness.py`` checks a few-second subset.
@@ -404,6 +411,52 @@ def _overrides(text: str, integers: tuple = ()) -> dict:
     return values
 
 
+#: (node, parameter prefix) of a balance setting -> the option of this script it is applied as.
+BALANCE_PREFIXES = {("ik", "stabilizer."): "stabilizer", ("ik", "solver."): "ik",
+                    ("walk_behavior", "step_adjustment."): "adjust",
+                    ("walk_behavior", "recovery_step."): "recovery",
+                    ("walk_behavior", "behavior.limits."): "limits", ("mpc_planner", "planner."): "planner"}
+
+
+def balance_options(path) -> dict:
+    """The options of this script that a balance setting (a parameters file of some nodes, e.g.
+    config/balance_talos.yaml) amounts to: ``stabilizer``, ``adjust``, ``recovery``, ``limits``, ``planner``,
+    ``ik`` (name -> value, without ``enabled``), and ``step_adjustment`` / ``recovery_step`` (whether they are
+    enabled). The stabilizer must be enabled (the table's second column is the setting).
+
+    Raises:
+        ConfigError: A parameter this script cannot apply, or the stabilizer not enabled.
+    """
+    from walk_mpc.core.errors import ConfigError
+    from walk_mpc.core.params import load_yaml
+
+    def flatten(mapping: dict, prefix: str = "") -> dict:
+        flat = {}
+        for key, value in mapping.items():
+            if isinstance(value, dict):
+                flat.update(flatten(value, f"{prefix}{key}."))
+            else:
+                flat[f"{prefix}{key}"] = value
+        return flat
+
+    options: dict = {name: {} for name in set(BALANCE_PREFIXES.values())}
+    for node, section in load_yaml(path).items():
+        for name, value in flatten((section or {}).get("ros__parameters") or {}).items():
+            match = next(((p, o) for (n, p), o in BALANCE_PREFIXES.items()
+                          if n == node and name.startswith(p)), None)
+            if match is None:
+                raise ConfigError("robustness.py --balance cannot apply it; it applies "
+                                  f"{sorted(f'{n}.{p}*' for n, p in BALANCE_PREFIXES)}", f"{node}.{name}",
+                                  str(path))
+            options[match[1]][name[len(match[0]):]] = value
+    if options["stabilizer"].pop("enabled", False) is not True:
+        raise ConfigError("the balance setting's stabilizer must be enabled (the table's second column)",
+                          "ik.stabilizer.enabled", str(path))
+    options["step_adjustment"] = options["adjust"].pop("enabled", False) is True
+    options["recovery_step"] = options["recovery"].pop("enabled", False) is True
+    return options
+
+
 def _fmt(ok: bool) -> str:
     return "walks" if ok else "falls"
 
@@ -421,6 +474,9 @@ def main(argv=None) -> None:
     parser.add_argument("--leg-clearance", action="store_true",
                         help="measure the smallest left-right leg distance (MuJoCo leg_clearance); print it")
     parser.add_argument("--estimated", action="store_true", help="samples without base pose (IMU + legs)")
+    parser.add_argument("--balance", action="store_true",
+                        help="Talos' balance setting (config/graph.yaml 'balance'), as the options it "
+                             "amounts to")
     parser.add_argument("--step-adjustment", action="store_true",
                         help="the stabilizer on, step adjustment off vs on")
     parser.add_argument("--adapt-timing", action="store_true",
@@ -459,6 +515,16 @@ def main(argv=None) -> None:
     LEG_COLLISIONS = not args.no_leg_collisions
     LEG_REPORT = args.leg_collisions
     LEG_CLEARANCE = args.leg_clearance
+    if args.balance:  # the setting's file first, the options given after it on top
+        from walk_mpc.graph import load_graph
+
+        balance = balance_options(load_graph().balance_path("talos"))
+        print(f"balance setting: {balance}", flush=True)
+        args.step_adjustment = args.step_adjustment or balance["step_adjustment"]
+        args.recovery_step = args.recovery_step or balance["recovery_step"]
+        for target, name in ((ADJUST, "adjust"), (RECOVERY, "recovery"), (STABILIZER, "stabilizer"),
+                             (LIMITS, "limits"), (IK, "ik"), (PLANNER, "planner")):
+            target.update(balance[name])
     if args.zmp_inward_offset:
         PLANNER["zmp_inward_offset"] = args.zmp_inward_offset
     if args.adapt_timing:
@@ -547,8 +613,9 @@ def main(argv=None) -> None:
                            f"{best.speed:.2f} m/s ({best.length} m, {best.single}/{best.double} s)")
         row(f"fastest gait that walks {args.steps} steps", *fastest)
     print()
-    print(table(rows).replace("stabilizer off | stabilizer on", "step adjustment off | step adjustment on")
-          if args.step_adjustment else table(rows))
+    header = ("without step adjustment | balance setting" if args.balance
+              else "step adjustment off | step adjustment on" if args.step_adjustment else None)
+    print(table(rows).replace("stabilizer off | stabilizer on", header) if header else table(rows))
 
 
 if __name__ == "__main__":

@@ -40,7 +40,9 @@ def _nodes(context):
     config = (LaunchConfiguration("params_file").perform(context)
               or LaunchConfiguration("config").perform(context) or None)
     namespace = check_namespace(LaunchConfiguration("namespace").perform(context))
-    params_file = str(namespaced_parameters_file(graph.config_path(robot, config), namespace))
+    balance = LaunchConfiguration("balance").perform(context).lower() in ("true", "1", "yes")
+    parameters = graph.config_path(robot, config, balance, sim=sim)
+    params_file = str(namespaced_parameters_file(parameters, namespace))
     overrides = graph.overrides(robot)
     for node, values in namespace_frames(namespace).items():
         overrides.setdefault(node, {}).update(values)
@@ -54,7 +56,8 @@ def _nodes(context):
     actions = [SetEnvironmentVariable(name, value) for name, value in dds_environment().items()]
     if CONTROL in processes:  # no node name or namespace here: the bringup names and namespaces its nodes
         actions.append(Node(package="walk_mpc", executable="bringup", output="screen",
-                            arguments=control_arguments(robot, sim, processes[CONTROL], config, namespace)))
+                            arguments=control_arguments(robot, sim, processes[CONTROL], config, namespace,
+                                                              balance)))
     for spec in graph.select(robot, sim):
         if spec.name not in processes:
             continue
@@ -89,6 +92,9 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument("params_file", default_value="",
                               description="parameters file (default: config/<robot's file> from graph.yaml)"),
         DeclareLaunchArgument("config", default_value="", description="former name of params_file"),
+        DeclareLaunchArgument("balance", default_value="false",
+                              description="the robot's balance setting over the parameters file "
+                                          "(graph.yaml 'balance', e.g. config/balance_talos.yaml)"),
         DeclareLaunchArgument("control_process", default_value="false",
                               description="run the control nodes (all but the sim) in one process"),
         DeclareLaunchArgument("phase_offset", default_value="",

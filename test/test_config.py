@@ -24,12 +24,15 @@ def _parameters_class(node_name):
 
 
 def _sections():
+    """Every node section of every robot's parameters file, and of it with the robot's balance setting over
+    it (config/graph.yaml ``balance``)."""
     graph = load_graph(CONFIG / "graph.yaml")
     for robot in graph.robots:
-        path = graph.config_path(robot.name)
-        document = load_yaml(path)
-        for node in graph.select(robot.name, "kinematic"):
-            yield pytest.param(path, document, node.name, id=f"{path.name}:{node.name}")
+        for balance in (False, True) if robot.balance else (False,):
+            path = graph.config_path(robot.name, balance=balance, sim="mujoco")
+            document = load_yaml(path)
+            for node in graph.select(robot.name, "kinematic"):
+                yield pytest.param(path, document, node.name, id=f"{path.name}:{node.name}")
 
 
 @pytest.mark.parametrize(("path", "document", "node_name"), list(_sections()))

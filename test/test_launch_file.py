@@ -196,3 +196,27 @@ def test_first_log_after_reads_the_node_log_stamps(tmp_path):
     assert math.isnan(processes.first_log_after("ik", 100.0, "neither"))
     assert math.isnan(processes.first_log_after("sim", 0.0))  # no log
     assert math.isnan(GraphProcesses("talos", "kinematic").first_log_after("ik", 0.0))  # no log directory
+
+
+def test_launch_file_balance_overlays_the_robots_balance_setting_like_graph_processes(launch_file):
+    """``balance:=true``: every node's parameters file is the robot's with its balance setting over it (the
+    file GraphProcesses gives with ``balance``); the control process' bringup gets ``--balance``."""
+    from walk_mpc.core.params import load_yaml
+    from walk_mpc.nodes import bringup
+
+    declared = {e.args[0]: e.kwargs["default_value"] for e in launch_file.generate_launch_description()
+                if type(e).__name__ == "DeclareLaunchArgument"}
+    assert declared["balance"] == "false"
+    plain = _launch(launch_file, robot="talos", sim="mujoco")
+    nodes = _launch(launch_file, robot="talos", sim="mujoco", balance="true")
+    graph = GraphProcesses("talos", "mujoco", balance=True)
+    expected = load_yaml(graph.params_file)
+    assert expected["ik"]["ros__parameters"]["stabilizer"]["enabled"] is True
+    for node, before in zip(nodes, plain):
+        assert load_yaml(node.kwargs["parameters"][0]) == expected
+        assert node.kwargs["parameters"][1:] == before.kwargs["parameters"][1:]  # the robot's values
+    (control, _) = _launch(launch_file, robot="talos", sim="mujoco", control_process="true",
+                           balance="true")
+    assert control.kwargs["arguments"] == GraphProcesses("talos", "mujoco", control_process=True,
+                                                         balance=True).command(CONTROL)[4:]
+    assert bringup.parse_arguments(control.kwargs["arguments"]).balance

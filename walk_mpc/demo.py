@@ -21,6 +21,10 @@ destroyed after it stopped; if it dies, the demo stops at once with its error.
 
     python -m walk_mpc.demo [--robot talos|g1|romeo|icub|solo12] [--sim kinematic|mujoco] [--steps 10]
                             [--length 0.2] [--namespace robot1] [--out-dir .] [--video | --no-video]
+                            [--balance]
+
+``--balance`` runs the graph with the robot's balance setting (config/graph.yaml ``balance``, Talos:
+config/balance_talos.yaml: the stabilizer, step adjustment and standing recovery steps; README "Balance").
 
 The robot is a robot of config/graph.yaml (an unknown name is an error listing them); the step width and
 duration default to its description's (config/robots/<model>.yaml: the standing sole distance, single +
@@ -248,6 +252,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--phase-offset", type=float, default=None,
                         help="[s] the sim's samples at k * period + this on the system clock (ros2 launch: "
                              "phase_offset:=); several robots on one machine: a different one each")
+    parser.add_argument("--balance", action="store_true",
+                        help="the robot's balance setting over its parameters file (ros2 launch: "
+                             "balance:=true; Talos: config/balance_talos.yaml)")
     args = parser.parse_args(argv)
     if args.robot not in [r.name for r in load_graph().robots] and gesture_demo.gesturing_robot(args.robot):
         print(f"robot: {args.robot}")  # a quadruped: seed 003's gestures in process (the graph walks bipeds)
@@ -269,11 +276,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(f"robot: {args.robot}")
     where = f", namespace /{args.namespace}" if args.namespace else ""
     where += ", control nodes in one process" if args.control_process else ""
+    where += ", balance setting" if args.balance else ""
     print(f"walk_mpc demo: robot {args.robot}, simulator {args.sim}{where}; "
           f"node logs in {args.out_dir / 'logs'}")
-    graph = GraphProcesses(args.robot, args.sim, args.config, log_dir=args.out_dir / "logs",
-                           namespace=args.namespace, control_process=args.control_process,
-                           phase_offset=args.phase_offset).start()
+    try:  # (a balance setting on a plant it does not apply to: the message names those it does)
+        graph = GraphProcesses(args.robot, args.sim, args.config, log_dir=args.out_dir / "logs",
+                               namespace=args.namespace, control_process=args.control_process,
+                               phase_offset=args.phase_offset, balance=args.balance)
+    except WalkMpcError as exc:
+        print(f"demo: {exc}", file=sys.stderr)
+        return 2
+    graph.start()
     rclpy.init()
     ns = {"namespace": args.namespace} if args.namespace else {}
     client = rclpy.create_node("walk_mpc_demo", **ns)

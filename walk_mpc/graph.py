@@ -21,6 +21,10 @@ CONDITIONS = ("always", "sim", "wheels", "legs")
 #: Name of the process running a robot's control nodes (every node but the sim) with ``control_process``.
 CONTROL = "control"
 SIM_BACKENDS = ("none", "kinematic", "mujoco")
+#: The simulator backends a balance setting applies to: physics, or a real robot (none). On the kinematic
+#: plant the sole forces' centre of pressure is the ZMP of its commanded motion, with no ankle compliance:
+#: the stabilizer's ankle (CoP) admittance oscillates on it (joint velocities of 0.5-0.8 rad/s standing).
+BALANCE_SIMS = ("mujoco", "none")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,6 +42,9 @@ class RobotSpec:
 
     ``model`` names a robot description (config/robots/<model>.yaml) replacing the parameters file's robot:
     the nodes get :func:`robot_overrides` of it on top of the file ('' = the file's robot as it is).
+    ``balance`` names the robot's balance setting (a parameters file in the config directory whose
+    sections overlay the parameters file's, :func:`overlay_parameters_file`; '' = none): the setting its
+    balance was measured with (README, Balance), turned on by ``balance:=true`` / ``--balance``.
     """
 
     name: str
@@ -45,6 +52,7 @@ class RobotSpec:
     legs: bool
     config: str
     model: str = ""
+    balance: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,9 +74,39 @@ class Graph:
                 return robot
         raise ConfigError(f"unknown robot '{name}'; known robots: {[r.name for r in self.robots]}", "robot")
 
-    def config_path(self, robot: str, config: Optional[str] = None) -> Path:
-        """The parameters file: ``config`` if given, else the robot's default in the config directory."""
-        return Path(config) if config else self.directory / self.robot(robot).config
+    def config_path(self, robot: str, config: Optional[str] = None, balance: bool = False,
+                    directory: Optional[Path] = None, sim: Optional[str] = None) -> Path:
+        """The parameters file: ``config`` if given, else the robot's default in the config directory; with
+        ``balance``, a copy of it with the robot's balance setting over it (:meth:`balance_path`,
+        :func:`overlay_parameters_file`; in ``directory``, default a new temporary directory) for the
+        simulator backend ``sim`` (one of :data:`BALANCE_SIMS`).
+
+        Raises:
+            ConfigError: On an unknown robot, a robot without a balance setting or a simulator backend it
+                does not apply to (with ``balance``), or an unreadable or malformed file.
+        """
+        path = Path(config) if config else self.directory / self.robot(robot).config
+        if not balance:
+            return path
+        if sim not in BALANCE_SIMS:
+            raise ConfigError(f"the balance setting needs contact forces from physics: sim {sim!r} is not "
+                              f"one of {list(BALANCE_SIMS)} (the kinematic plant's centre of pressure is the "
+                              "ZMP of its own motion: the stabilizer's ankle admittance oscillates on it)",
+                              "sim")
+        return overlay_parameters_file(path, self.balance_path(robot), self, directory)
+
+    def balance_path(self, robot: str) -> Path:
+        """The balance setting of ``robot`` (its ``balance`` file in the config directory).
+
+        Raises:
+            ConfigError: On an unknown robot or one without a balance setting (the message lists those
+                that have one).
+        """
+        spec = self.robot(robot)
+        if not spec.balance:
+            raise ConfigError(f"robot '{robot}' has no balance setting in graph.yaml; robots with one: "
+                              f"{[r.name for r in self.robots if r.balance]}", "balance")
+        return self.directory / spec.balance
 
     def overrides(self, robot: str) -> Dict[str, Dict[str, Any]]:
         """Per node name, the parameters that make the parameters file drive ``robot`` (see
@@ -111,7 +149,7 @@ class Graph:
 
 
 def control_arguments(robot: str, sim: str, nodes: Sequence[str], config: Optional[str] = None,
-                      namespace: str = "") -> List[str]:
+                      namespace: str = "", balance: bool = False) -> List[str]:
     """Command-line arguments of ``walk_mpc.nodes.bringup`` running ``nodes`` of ``robot`` in one process (the
     :data:`CONTROL` process of :meth:`Graph.processes`); the same for launch/walk.launch.py and
     :class:`walk_mpc.tools.launch_graph.GraphProcesses`. The bringup applies the robot's overrides and the
@@ -121,7 +159,72 @@ def control_arguments(robot: str, sim: str, nodes: Sequence[str], config: Option
         args += ["--config", str(config)]
     if namespace:
         args += ["--namespace", namespace]
+    if balance:
+        args.append("--balance")
     return args
+
+
+def overlay_parameters_file(path: Path, overlay: Path, graph: Optional[Graph] = None,
+                            directory: Optional[Path] = None) -> Path:
+    """A copy of parameters file ``path`` with the parameters of ``overlay`` (a parameters file of some of
+    the graph's nodes, e.g. a robot's balance setting) over its own: sections merged key by key, the
+    overlay's values replacing the file's. What the overlay sets must be settable: a node of the graph
+    (``graph``, default :func:`load_graph`), in ROS's ``<node>: {ros__parameters: {...}}`` form, a value
+    where the file has a value (not a whole group); the nodes refuse a name that is none of their
+    parameters when they start.
+
+    Args:
+        path: Parameters file.
+        overlay: Parameters file whose values win.
+        graph: The graph whose nodes the overlay may set.
+        directory: Where the copy goes (default: a new temporary directory).
+
+    Raises:
+        ConfigError: Unreadable files, or an overlay section or key that cannot apply (named).
+    """
+    import copy
+    import tempfile
+
+    import yaml
+
+    graph = graph if graph is not None else load_graph()
+    names = {node.name for node in graph.nodes}
+    document = copy.deepcopy(load_yaml(path))
+    source = str(overlay)
+    for node, section in load_yaml(overlay).items():
+        if node not in names:
+            raise ConfigError(f"'{node}' is not a node of the graph; expected one of {sorted(names)}",
+                              str(node), source)
+        if not isinstance(section, dict) or set(section) != {"ros__parameters"} \
+                or not isinstance(section["ros__parameters"], dict):
+            raise ConfigError("expected a 'ros__parameters' mapping (ROS 2 parameters file)", str(node),
+                              source)
+        target = document.setdefault(node, {}).setdefault("ros__parameters", {})
+        _merge(target, section["ros__parameters"], f"{node}.ros__parameters", source)
+    directory = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="walk_mpc_params_"))
+    directory.mkdir(parents=True, exist_ok=True)
+    out = directory / f"{Path(path).stem}+{Path(overlay).name}"
+    out.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    return out
+
+
+def _merge(target: Dict[str, Any], values: Dict[str, Any], where: str, source: str) -> None:
+    """``values`` into ``target`` key by key (groups merged, values replaced)."""
+    for key, value in values.items():
+        name = f"{where}.{key}"
+        current = target.get(key)
+        if isinstance(value, dict):
+            if current is None:
+                target[key] = current = {}
+            if not isinstance(current, dict):
+                raise ConfigError(f"a group where the parameters file has the value {current!r}", name,
+                                  source)
+            _merge(current, value, name, source)
+        elif isinstance(current, dict):
+            raise ConfigError(f"the value {value!r} where the parameters file has a group "
+                              f"{sorted(current)}", name, source)
+        else:
+            target[key] = value
 
 
 def default_config_directory() -> Path:
@@ -193,11 +296,13 @@ def load_graph(path: Optional[Path] = None) -> Graph:
         raise ConfigError(f"duplicate node names in {names}", "nodes", source)
     robots = []
     for name, entry in (data.get("robots") or {}).items():
-        extra = set(entry) - {"wheels", "legs", "config", "model"}
+        extra = set(entry) - {"wheels", "legs", "config", "model", "balance"}
         if extra:
-            raise ConfigError(f"unknown keys {sorted(extra)}", f"robots.{name}", source)
+            raise ConfigError(f"unknown keys {sorted(extra)}; expected wheels, legs, config, model, balance",
+                              f"robots.{name}", source)
         robots.append(RobotSpec(name, bool(entry.get("wheels", False)), bool(entry.get("legs", True)),
-                                str(entry.get("config", "walk_mpc.yaml")), str(entry.get("model", ""))))
+                                str(entry.get("config", "walk_mpc.yaml")), str(entry.get("model", "")),
+                                str(entry.get("balance", ""))))
     return Graph(tuple(nodes), tuple(robots), path.parent)
 
 

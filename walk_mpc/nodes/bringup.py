@@ -10,12 +10,15 @@ sim (:class:`walk_mpc.tools.launch_graph.GraphProcesses` with ``control_process`
 
     python -m walk_mpc.nodes.bringup [--robot talos|g1|romeo] [--sim kinematic|mujoco|none]
                                      [--config FILE] [--namespace robot1] [--nodes walk_behavior ik ...]
+                                     [--balance]
     ros2 run walk_mpc bringup --robot talos
 
 A robot of config/graph.yaml with a ``model`` (a robot description, config/robots/<model>.yaml) gets that
 robot's values on top of the parameters file (:meth:`walk_mpc.graph.Graph.overrides`). A namespace puts
 every node, topic, service and action of the graph under it (``/robot1/sensor_state``...) and its frames
-under ``<namespace>/`` (``frame_id`` ``robot1/world``), so several robots run side by side.
+under ``<namespace>/`` (``frame_id`` ``robot1/world``), so several robots run side by side. ``--balance``
+puts the robot's balance setting (config/graph.yaml ``balance``, e.g. config/balance_talos.yaml) over the
+parameters file (:meth:`walk_mpc.graph.Graph.config_path`), as ``balance:=true`` does for the launch file.
 
 Each node module exposes ``NODE_CLASS``, a Node subclass accepting ``Node`` keyword arguments
 (``parameter_overrides``); the overrides are the node's section of the parameters file.
@@ -49,7 +52,8 @@ from walk_mpc.nodes._executor import FastDispatchExecutor, fast_dispatch_support
 
 def create_nodes(robot: str = "talos", sim: str = "kinematic", config: Optional[str] = None,
                  context: Optional[Context] = None, extra: Optional[dict] = None,
-                 namespace: str = "", names: Optional[Sequence[str]] = None) -> List[Node]:
+                 namespace: str = "", names: Optional[Sequence[str]] = None,
+                 balance: bool = False) -> List[Node]:
     """Instantiate the graph's nodes for ``robot`` and ``sim`` with their parameters from the config file.
 
     Args:
@@ -61,12 +65,13 @@ def create_nodes(robot: str = "talos", sim: str = "kinematic", config: Optional[
             robot's).
         namespace: Namespace of the nodes ('' = none); frames get it as a prefix.
         names: The nodes to create (default: all those of the graph for ``robot`` and ``sim``).
+        balance: The robot's balance setting over the parameters file (graph.yaml ``balance``).
 
     Raises:
         WalkMpcError: On an unknown robot or backend, or invalid parameters (named in the message).
     """
     graph = load_graph()
-    path = graph.config_path(robot, config)
+    path = graph.config_path(robot, config, balance, sim=sim)
     robot_values = graph.overrides(robot)
     frames = namespace_frames(namespace)
     specs = graph.select(robot, sim)
@@ -131,8 +136,8 @@ class Bringup:
 
     def __init__(self, robot: str = "talos", sim: str = "kinematic", config: Optional[str] = None,
                  context: Optional[Context] = None, extra: Optional[dict] = None,
-                 namespace: str = "") -> None:
-        self.nodes = create_nodes(robot, sim, config, context, extra, namespace)
+                 namespace: str = "", balance: bool = False) -> None:
+        self.nodes = create_nodes(robot, sim, config, context, extra, namespace, balance=balance)
         self.executor = make_graph_executor(self.nodes, context)
         self._thread = threading.Thread(target=self._spin, name="walk_mpc_bringup", daemon=True)
 
@@ -173,18 +178,20 @@ def parse_arguments(args: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--config", default=None, help="parameters file (default: the robot's)")
     parser.add_argument("--namespace", default="", help="namespace of the graph (several robots)")
     parser.add_argument("--nodes", nargs="+", default=None, help="the nodes to start (default: all)")
+    parser.add_argument("--balance", action="store_true",
+                        help="the robot's balance setting over the parameters file (graph.yaml 'balance')")
     return parser.parse_args([a for a in rclpy.utilities.remove_ros_args(list(args)) if a])
 
 
 def main(args: Optional[Sequence[str]] = None) -> int:
-    """Entry point: parse --robot/--sim/--config, start the graph, spin until SIGINT."""
+    """Entry point: parse --robot/--sim/--config/--balance, start the graph, spin until SIGINT."""
     import sys
 
     options = parse_arguments(sys.argv[1:] if args is None else args)
 
     def spin() -> None:
         nodes = create_nodes(options.robot, options.sim, options.config, namespace=options.namespace,
-                             names=options.nodes)
+                             names=options.nodes, balance=options.balance)
         try:
             if nodes:  # the process runs at the highest realtime_priority of its nodes (0: normal scheduling)
                 apply_realtime_priority(max(nodes, key=realtime_priority))

@@ -5,6 +5,7 @@ file as launch/walk.launch.py, one process per node, output prefixed with the no
 
     python -m walk_mpc.tools.launch_graph [--robot talos|g1|romeo] [--sim kinematic|mujoco|none]
                                           [--config FILE] [--namespace robot1] [--control-process]
+                                          [--balance]
 
 ``--control-process`` runs the robot's control nodes (every node but the sim) in one process, on one
 executor (``python -m walk_mpc.nodes.bringup --nodes ...``), beside the sim's own process: one Python
@@ -115,6 +116,7 @@ class GraphProcesses:
             ``start``, ``stop_node`` and ``command`` then take ``"control"`` for them).
         phase_offset: [s] The sim's ``phase_offset`` (its samples at ``k * period + phase_offset`` of the
             system clock: robots sharing a computer get different ones); None = the parameters file's.
+        balance: The robot's balance setting over the parameters file (graph.yaml ``balance``).
 
     Raises:
         WalkMpcError: On an unknown robot or backend.
@@ -124,9 +126,10 @@ class GraphProcesses:
     def __init__(self, robot: str = "talos", sim: str = "kinematic", config: Optional[str] = None,
                  log_dir: Optional[os.PathLike] = None,
                  extra_args: Optional[Dict[str, Sequence[str]]] = None, namespace: str = "",
-                 control_process: bool = False, phase_offset: Optional[float] = None) -> None:
+                 control_process: bool = False, phase_offset: Optional[float] = None,
+                 balance: bool = False) -> None:
         graph = load_graph()
-        self.robot, self.config = robot, config
+        self.robot, self.config, self.balance = robot, config, balance
         self.specs = graph.select(robot, sim)
         #: Process name -> the nodes it runs (one node each, unless ``control_process``).
         self.groups: Dict[str, Tuple[str, ...]] = graph.processes(robot, sim, control_process)
@@ -135,7 +138,8 @@ class GraphProcesses:
             if grouped:
                 raise ValueError(f"extra_args for {grouped}: not supported in the control process")
         self.namespace = check_namespace(namespace)
-        self.params_file = namespaced_parameters_file(graph.config_path(robot, config), self.namespace,
+        parameters = graph.config_path(robot, config, balance, Path(log_dir) if log_dir else None, sim)
+        self.params_file = namespaced_parameters_file(parameters, self.namespace,
                                                       Path(log_dir) if log_dir else None)
         self.overrides = graph.overrides(robot)
         for node, values in namespace_frames(self.namespace).items():
@@ -150,7 +154,7 @@ class GraphProcesses:
         self.processes: Dict[str, subprocess.Popen] = {}
         #: Process name -> the SCHED_FIFO priority it starts at (:func:`start_scheduled`): its node's
         #: ``realtime_priority`` (the highest of the control process' nodes), 0 for normal scheduling.
-        self.priorities = self._priorities(graph.config_path(robot, config))
+        self.priorities = self._priorities(parameters)
         self._logs: List[IO] = []
         self._threads: List[threading.Thread] = []
 
@@ -158,7 +162,7 @@ class GraphProcesses:
         """The command line of process ``name`` (a node, or :data:`CONTROL`)."""
         if name == CONTROL:
             control = control_arguments(self.robot, self.sim, self.groups[CONTROL], self.config,
-                                        self.namespace)
+                                        self.namespace, self.balance)
             return [sys.executable, "-P", "-m", "walk_mpc.nodes.bringup", *control]
         spec = next(s for s in self.specs if s.name == name)
         # walk_mpc.nodes.start: the node's DDS participant first, then its modules (discovery overlaps them)
@@ -317,9 +321,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--namespace", default="", help="namespace of the graph (several robots)")
     parser.add_argument("--control-process", action="store_true",
                         help="every node but the sim in one process (less CPU; no restart of one node)")
+    parser.add_argument("--balance", action="store_true",
+                        help="the robot's balance setting over the parameters file (graph.yaml 'balance')")
     args = parser.parse_args(argv)
     graph = GraphProcesses(args.robot, args.sim, args.config, namespace=args.namespace,
-                           control_process=args.control_process).start()
+                           control_process=args.control_process, balance=args.balance).start()
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
