@@ -71,9 +71,32 @@ def test_talos_has_a_balance_setting_and_a_robot_without_one_is_refused(tmp_path
     assert graph.config_path("talos", balance=True, directory=tmp_path / "real", sim="none").is_file()
 
 
-def test_the_balance_setting_is_refused_on_the_kinematic_plant():
+def test_the_balance_setting_is_refused_on_the_kinematic_plant(talos):
     """The kinematic plant's centre of pressure is the ZMP of its own motion: the stabilizer's ankle
-    admittance oscillates on it. A balance setting there is refused, naming the backends it applies to."""
+    admittance oscillates on it (standing, the joints still move at more than 0.3 rad/s after 2 s; without
+    the ankle admittance they settle). A balance setting there is refused, naming the backends it applies
+    to."""
+    import numpy as np
+
+    from walk_mpc.core.control.closed_loop import ClosedLoopWalk
+    from walk_mpc.core.control.stabilizer import StabilizerParameters
+    from walk_mpc.core.sim.kinematic import KinematicSim
+    from walk_mpc.core.walk.timeline import FootPose, GaitTiming, Timeline
+
+    def joint_speed_after_2_s(**stabilizer) -> float:
+        sim = KinematicSim(KinematicSim.Parameters(), robot=talos)
+        timeline = Timeline(FootPose((0.0, 0.085, 0.0)), FootPose((0.0, -0.085, 0.0)), [], GaitTiming())
+        loop = ClosedLoopWalk(talos, sim, timeline, stage_options={
+            "whole_body": {"stabilizer": StabilizerParameters(enabled=True, **stabilizer)}})
+        speeds = []
+        while sim.time < 3.0 - 1e-9:
+            loop.step()
+            if sim.time > 2.0:
+                speeds.append(float(np.abs(sim.sensor_sample().joint_vel).max()))
+        return max(speeds)
+
+    assert joint_speed_after_2_s() > 0.3
+    assert joint_speed_after_2_s(cop_admittance=0.0) < 0.05
     with pytest.raises(ConfigError, match="sim 'kinematic' is not one of \\['mujoco', 'none'\\]"):
         load_graph().config_path("talos", balance=True, sim="kinematic")
 
@@ -125,3 +148,33 @@ def test_the_nodes_start_with_the_balance_setting(tmp_path):
                 _destroy(node)
     finally:
         rclpy.try_shutdown(context=context)
+
+
+@pytest.mark.ros
+def test_the_graph_with_the_balance_setting_walks_on_mujoco_without_a_recovery_step(tmp_path):
+    """The node processes with ``balance`` on MuJoCo (as ``make demo SIM=mujoco BALANCE=1``): a 4-step walk
+    succeeds, and no standing recovery step fires at start (the stabilizer's start-up moves stay inside the
+    soles), which the walk behavior's log would say."""
+    pytest.importorskip("mujoco")
+    from graph_fixtures import GraphClient, ProcessControl
+
+    from walk_mpc.core.walk.behavior import WalkErrorCode
+    from walk_mpc.tools.launch_graph import GraphProcesses
+
+    processes = GraphProcesses("talos", "mujoco", log_dir=tmp_path, balance=True)
+    control = ProcessControl(processes)
+    processes.start()
+    client = None
+    try:
+        client = GraphClient(control)
+        client.wait_ready()
+        client.wait_standing()
+        outcome, _ = client.walk(client.forward_steps(4))
+        assert outcome.error_code == WalkErrorCode.NONE, f"{outcome}\n{client.diagnose()}"
+    finally:
+        if client is not None:
+            client.close()
+        processes.stop()
+    log = (tmp_path / "walk_behavior.log").read_text(encoding="utf-8")
+    assert "recovery step" not in log, log
+    assert load_yaml(processes.params_file)["ik"]["ros__parameters"]["stabilizer"]["enabled"] is True
