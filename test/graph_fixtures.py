@@ -247,6 +247,24 @@ def _stamp_ns(msg) -> int:
     return stamp_ns(msg.header.stamp)
 
 
+@contextlib.contextmanager
+def running_graph(processes, name: str = "graph_test_client"):
+    """Start ``processes`` (a :class:`~walk_mpc.tools.launch_graph.GraphProcesses` with a log_dir), yield
+    (a ready :class:`GraphClient` of them, their :class:`ProcessControl`); close the client and stop the
+    processes on the way out (the nodes' exit codes are then in ``processes``)."""
+    control = ProcessControl(processes)
+    processes.start()
+    client = None
+    try:
+        client = GraphClient(control, name=name)
+        client.wait_ready()
+        yield client, control
+    finally:
+        if client is not None:
+            client.close()
+        processes.stop()
+
+
 class GraphClient:
     """The test's ROS side: its own context and node, spun by a SingleThreadedExecutor in a thread.
 

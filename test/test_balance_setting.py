@@ -156,25 +156,16 @@ def test_the_graph_with_the_balance_setting_walks_on_mujoco_without_a_recovery_s
     succeeds, and no standing recovery step fires at start (the stabilizer's start-up moves stay inside the
     soles), which the walk behavior's log would say."""
     pytest.importorskip("mujoco")
-    from graph_fixtures import GraphClient, ProcessControl
+    from graph_fixtures import running_graph
 
     from walk_mpc.core.walk.behavior import WalkErrorCode
     from walk_mpc.tools.launch_graph import GraphProcesses
 
     processes = GraphProcesses("talos", "mujoco", log_dir=tmp_path, balance=True)
-    control = ProcessControl(processes)
-    processes.start()
-    client = None
-    try:
-        client = GraphClient(control)
-        client.wait_ready()
+    with running_graph(processes) as (client, _):
         client.wait_standing()
         outcome, _ = client.walk(client.forward_steps(4))
         assert outcome.error_code == WalkErrorCode.NONE, f"{outcome}\n{client.diagnose()}"
-    finally:
-        if client is not None:
-            client.close()
-        processes.stop()
     log = (tmp_path / "walk_behavior.log").read_text(encoding="utf-8")
     assert "recovery step" not in log, log
     assert load_yaml(processes.params_file)["ik"]["ros__parameters"]["stabilizer"]["enabled"] is True

@@ -14,7 +14,7 @@ import signal
 import time
 
 import pytest
-from graph_fixtures import STARTUP_TIMEOUT, WALK_TIMEOUT, GraphClient, ProcessControl
+from graph_fixtures import STARTUP_TIMEOUT, WALK_TIMEOUT, GraphClient, ProcessControl, running_graph
 
 from walk_mpc.core.walk.behavior import WalkErrorCode
 from walk_mpc.tools.send_walk import SERVER_SILENCE
@@ -32,17 +32,8 @@ def graph(tmp_path_factory):
     from walk_mpc.tools.launch_graph import GraphProcesses
 
     processes = GraphProcesses("talos", "kinematic", log_dir=tmp_path_factory.mktemp("fault_logs"))
-    control = ProcessControl(processes)
-    processes.start()
-    client = None
-    try:
-        client = GraphClient(control, name="graph_fault_client")
-        client.wait_ready()
-        yield client, control
-    finally:
-        if client is not None:
-            client.close()
-        processes.stop()
+    with running_graph(processes, name="graph_fault_client") as running:
+        yield running
 
 
 def kill_in_step_two(client: GraphClient, control: ProcessControl, node: str):

@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import pytest
 from graph_fixtures import (
-    GraphClient,
-    ProcessControl,
     SoleMeter,
     check_landings,
     check_walk_succeeded,
     check_zmp_in_support,
+    running_graph,
     scenario_cancel,
     scenario_ik_restart,
     scenario_insufficient_steps,
@@ -45,17 +44,8 @@ def graph(tmp_path_factory):
 
     processes = GraphProcesses("talos", "kinematic", log_dir=tmp_path_factory.mktemp("graph_logs"),
                                extra_args={"ik": ["-p", f"safe_stop_timeout:={SAFE_STOP_TIMEOUT}"]})
-    control = ProcessControl(processes)
-    processes.start()
-    client = None
-    try:
-        client = GraphClient(control)
-        client.wait_ready()
-        yield client, control
-    finally:
-        if client is not None:
-            client.close()
-        processes.stop()  # the last test checks the nodes' exit codes
+    with running_graph(processes) as running:  # stopped after the last test, which checks the exit codes
+        yield running
 
 
 @pytest.fixture(scope="module")
