@@ -63,7 +63,8 @@ def test_talos_has_a_balance_setting_and_a_robot_without_one_is_refused(tmp_path
     plain = load_yaml(graph.config_path("talos"))
     assert merged["ik"]["ros__parameters"]["stabilizer"]["enabled"] is True
     assert plain["ik"]["ros__parameters"]["stabilizer"]["enabled"] is False
-    assert merged["walk_behavior"]["ros__parameters"]["step_adjustment"] == {"enabled": True}
+    assert merged["walk_behavior"]["ros__parameters"]["step_adjustment"] == {
+        "enabled": True, "adapt_timing": True, "least_timing_change": True}
     assert merged["walk_behavior"]["ros__parameters"]["recovery_step"] == {"enabled": True}
     assert merged["mpc_planner"] == plain["mpc_planner"] and merged["sim"] == plain["sim"]
     with pytest.raises(ConfigError, match="robot 'g1' has no balance setting.*talos"):
@@ -104,7 +105,8 @@ def test_the_balance_setting_is_refused_on_the_kinematic_plant(talos):
 def test_robustness_applies_the_balance_setting_as_its_options(robustness, tmp_path):
     options = robustness.balance_options(load_graph().balance_path("talos"))
     assert options["step_adjustment"] is True and options["recovery_step"] is True
-    assert options["stabilizer"] == options["adjust"] == options["recovery"] == {}
+    assert options["adjust"] == {"adapt_timing": True, "least_timing_change": True}
+    assert options["stabilizer"] == options["recovery"] == {}
     tuned = _write(tmp_path / "tuned.yaml", """
 ik:
   ros__parameters:

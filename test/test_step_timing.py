@@ -141,6 +141,28 @@ def test_an_inward_error_lands_early_unless_the_step_place_absorbs_it(robot):
     assert abs(steps[2].position[1] - steps[1].position[1]) > 0.17
 
 
+def test_least_timing_change_lands_nearest_the_plan_with_the_error_within_the_deadband(robot):
+    """An inward error of 5 cm: by default the touchdown time leaving the least DCM error (0.15 s earlier);
+    with ``least_timing_change`` the time nearest the planned one that leaves at most ``timing_deadband`` of
+    it: later than the default's, earlier than planned, and the time just before it (nearer the plan)
+    leaves more."""
+    timeline = straight()
+    phase, t = mid_single_support(timeline)
+    xi = nominal_dcm(timeline, 3, t) - 0.05 * outward_unit(phase)
+    least = dataclasses.replace(TIMED, least_timing_change=True)
+    default, nearest = StepAdjuster(robot, TIMED), StepAdjuster(robot, least)
+    assert default.decide_timing(t, timeline, xi, OMEGA) is not None
+    assert nearest.decide_timing(t, timeline, xi, OMEGA) is not None
+    tau, tau_default = nearest.last["touchdown_in"], default.last["touchdown_in"]
+    assert tau_default < tau < phase.t_end - t - 1e-9
+    assert np.hypot(*nearest.last["residual"]) <= least.timing_deadband + 1e-9
+    nearer = nearest._place(np.asarray(xi), OMEGA, tau + least.timing_resolution,
+                            nominal_touchdown_dcm(timeline, 3, OMEGA), phase, timeline, True)
+    assert nearer["error"] > least.timing_deadband
+    with pytest.raises(ParameterError, match="least_timing_change"):
+        StepAdjustmentParameters(least_timing_change=1)
+
+
 def test_an_inward_error_landing_early_moves_the_step_back_with_inward_back_limit(robot):
     """An inward error landing early (above): the DCM reaches the touchdown behind the plan's unless the ZMP
     sits at the stance sole's heel while also beyond its inner edge; with ``inward_back_limit`` the ZMP is
