@@ -57,7 +57,7 @@ def _nodes(context):
     if CONTROL in processes:  # no node name or namespace here: the bringup names and namespaces its nodes
         actions.append(Node(package="walk_mpc", executable="bringup", output="screen",
                             arguments=control_arguments(robot, sim, processes[CONTROL], config, namespace,
-                                                              balance)))
+                                                        balance)))
     for spec in graph.select(robot, sim):
         if spec.name not in processes:
             continue
