@@ -306,3 +306,16 @@ def test_the_walk_supervisor_re_times_the_steps_the_in_process_loop_re_times(est
         assert a.position == pytest.approx(b.position, abs=1e-9)
         assert a.duration == pytest.approx(b.duration, abs=1e-9)
     assert len({plan.stamp_ns for plan in plans}) == 1
+
+
+def test_the_fast_gait_that_fell_with_step_timing_walks_with_the_least_timing_change(estimated, robot,
+                                                                                        monkeypatch):
+    """State estimated, stabilizer on, step timing, 12 steps of 0.3 m at 0.4 / 0.1 s (0.6 m/s, the
+    robustness table's fastest gait), undisturbed: a lateral error just beyond the sole's edge moves a 0.4 s
+    swing's touchdown 0.1 s earlier (the time leaving the least error) and Talos falls; with
+    ``least_timing_change`` (the nearest time leaving the error within the deadband) it walks."""
+    gait = estimated.Gait(12, 0.3, 0.4, 0.1)
+    monkeypatch.setattr(estimated, "ADJUST", {"adapt_timing": True})
+    assert not estimated.walked(estimated.run_walk(robot, True, gait, adjust=True))
+    monkeypatch.setattr(estimated, "ADJUST", {"adapt_timing": True, "least_timing_change": True})
+    assert estimated.walked(estimated.run_walk(robot, True, gait, adjust=True))
