@@ -188,6 +188,8 @@ def run_walk(robot: RobotModel, stabilizer: bool, gait: Gait = Gait(), terrain: 
                               else StabilizerParameters(enabled=False), **STAGE}}
     adjustment = StepAdjustmentParameters(enabled=True, **ADJUST) if adjust else None
     recovery = RecoveryStepParameters(enabled=True, **RECOVERY) if recover else None
+    if recovery is not None and recovery.crossover:
+        allow_crossing(robot, recovery.max_crossover_width)
     planner = None
     if PLANNER:  # the loop's default planner parameters, changed
         q = np.array(sim.state.q)
@@ -227,6 +229,16 @@ def run_walk(robot: RobotModel, stabilizer: bool, gait: Gait = Gait(), terrain: 
               f"{'on' if stabilizer else 'off'}, {result}; leg contacts: {sim.leg_contacts.summary()}"
               + (f"; leg clearance: {sim.leg_clearance.summary()}" if LEG_CLEARANCE else ""), flush=True)
     return outcome
+
+
+def allow_crossing(robot: RobotModel, width: float) -> RobotModel:
+    """``robot`` whose description allows crossing steps ``width`` [m] across (``steps.max_crossover_width``),
+    to measure the recovery's crossover step on a robot whose legs do not clear it (Talos: 0): whether they
+    clear is then the simulator's (``leg_collisions``; ``--no-leg-collisions``: they pass through each other).
+    The runs' robot only (an instance override): the controllers refuse the crossover on Talos."""
+    limits = dataclasses.replace(RobotModel.step_limits(robot), max_crossover_width=width)
+    robot.step_limits = lambda: limits
+    return robot
 
 
 def failure(outcome: WalkOutcome, reason: str) -> str:

@@ -28,10 +28,18 @@ SOLE = SoleParameters(0.09, 0.09, 0.055, 0.055)
 
 
 class _Robot:
-    """What the stepper needs of a robot for planning (no sample is measured here)."""
+    """What the stepper needs of a robot for planning (no sample is measured here): a robot whose legs clear
+    crossing steps up to 0.3 m across (its description's ``steps.max_crossover_width``)."""
+
+    name = "crossing_biped"
 
     def planner_sole(self):
         return SOLE
+
+    def step_limits(self):
+        from walk_mpc.core.body.robot import StepLimits as RobotStepLimits
+
+        return RobotStepLimits(max_crossover_width=0.3)
 
 
 def test_parameters_are_checked_and_off_by_default():
@@ -403,6 +411,8 @@ def test_the_walk_supervisor_takes_the_recovery_steps_the_in_process_loop_takes(
 
     robot = RobotModel()
     recovery = RecoveryStepParameters(enabled=True, crossover=crossover, **options)
+    if crossover:  # the legs pass through each other here (the decision is what is compared)
+        estimated.allow_crossing(robot, recovery.max_crossover_width)
     samples: list = []
     sim, loop, timeline = _loop(estimated, robot, recovery, samples)
     t0, unit = estimated.push_directions(robot, estimated.Gait(steps=0), False)[direction]
@@ -445,3 +455,28 @@ def test_the_walk_supervisor_takes_the_recovery_steps_the_in_process_loop_takes(
     # One walk (one stamp) at the decision's sample: the ik re-plans the moved swing within it.
     assert len({plan.stamp_ns for plan in plans}) == 1
     assert math.isclose(plans[0].stamp_ns, loop.plans[1].stamp_ns, abs_tol=round(sim.hardware_period * 1e9))
+
+
+def test_a_crossover_is_refused_on_a_robot_whose_legs_do_not_clear_it():
+    """Talos' description allows no crossing step (``steps.max_crossover_width`` 0: its legs collide,
+    benchmarks/crossover_clearance.py): a recovery stepper with the crossover, or walk limits with crossing
+    steps, is refused at construction, naming the option, the robot and its width; without the crossover,
+    or on a robot whose legs clear it (the stub above), it is built."""
+    from walk_mpc.core.body.robot import RobotModel
+    from walk_mpc.core.control.walk_supervisor import WalkSupervisor, WalkSupervisorParameters
+
+    talos = RobotModel()
+    assert talos.step_limits().max_crossover_width == 0.0
+    with pytest.raises(ParameterError, match="crossover.*none wider than 0.0 m on 'talos'"):
+        RecoveryStepper(talos, RecoveryStepParameters(enabled=True, crossover=True))
+    RecoveryStepper(talos, RecoveryStepParameters(enabled=True))
+    RecoveryStepper(_Robot(), RecoveryStepParameters(enabled=True, crossover=True))
+    with pytest.raises(ParameterError, match="crossover.*0.35 m across.*0.3 m on 'crossing_biped'"):
+        RecoveryStepper(_Robot(), RecoveryStepParameters(enabled=True, crossover=True,
+                                                         max_crossover_width=0.35))
+    params = WalkSupervisorParameters()
+    crossing = dataclasses.replace(params, behavior=dataclasses.replace(
+        params.behavior, limits=StepLimits(min_crossover_width=0.15, max_crossover_width=0.3)))
+    with pytest.raises(ParameterError, match="behavior.limits.max_crossover_width.*'talos'"):
+        WalkSupervisor(crossing, talos)
+    WalkSupervisor(crossing)  # no robot: the feet are not measured, nothing to check against

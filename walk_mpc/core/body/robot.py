@@ -224,6 +224,10 @@ class StepLimits:
         single_support: Single support duration of the robot's nominal step [s].
         double_support: Double support duration [s].
         swing_height: Swing foot apex height [m].
+        max_crossover_width: Widest crossing step [m] the legs clear: a sole landing this far across the
+            other sole's centre (the recovery's crossover step, walk limits with crossover widths); 0 (the
+            default): no crossing step, e.g. legs that collide when crossed
+            (``benchmarks/crossover_clearance.py`` measures it).
     """
 
     max_forward: float = 0.0
@@ -234,6 +238,7 @@ class StepLimits:
     single_support: float = 0.8
     double_support: float = 0.3
     swing_height: float = 0.05
+    max_crossover_width: float = 0.0
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):

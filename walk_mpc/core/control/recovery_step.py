@@ -168,6 +168,21 @@ class RecoveryStepParameters:
                    self.max_crossover_width)
 
 
+def check_crossing(robot: RobotModel, width: float, name: str) -> None:
+    """Refuse crossing steps ``width`` [m] across that the legs of ``robot`` do not clear: its description's
+    ``steps.max_crossover_width`` (0: no crossing step; ``benchmarks/crossover_clearance.py`` measures it).
+
+    Raises:
+        ParameterError: ``name`` (the option asking for the crossing steps), with the robot's width.
+    """
+    allowed = float(robot.step_limits().max_crossover_width)
+    if width > allowed + 1e-12:
+        raise ParameterError(name, f"crossing steps {width} m across",
+                             f"none wider than {allowed} m on '{robot.name}': its description's "
+                             "steps.max_crossover_width (0: its legs do not clear each other in a crossing "
+                             "step; benchmarks/crossover_clearance.py measures it)")
+
+
 def support_hull(feet: Sequence[FootPose], sole) -> np.ndarray:
     """Corners (x, y) [m] of the convex hull of the soles ``feet`` (each the rectangle ``sole``: front, back,
     left, right of its center), counter-clockwise."""
@@ -222,6 +237,8 @@ class RecoveryStepper:
         if not isinstance(self.params, RecoveryStepParameters):
             raise ParameterError("params", self.params, "a RecoveryStepParameters")
         self.robot = robot
+        if self.params.crossover:
+            check_crossing(robot, self.params.max_crossover_width, "crossover")
         self.limits = limits if limits is not None else StepLimits()
         # The recovery walk's step limits (walk_limits), without and with the crossover widths.
         recovery = (dataclasses.replace(self.limits, max_backward=self.params.max_backward)
@@ -415,4 +432,5 @@ class RecoveryStepper:
         return tuple(placed)
 
 
-__all__ = ["RecoveryStepParameters", "RecoveryStepper", "distance_outside", "outside_offset", "support_hull"]
+__all__ = ["RecoveryStepParameters", "RecoveryStepper", "check_crossing", "distance_outside",
+           "outside_offset", "support_hull"]

@@ -60,7 +60,7 @@ from typing import Hashable, Optional, Sequence
 
 from walk_mpc.core.body.robot import RobotModel, yaw_of
 from walk_mpc.core.control.landings import LandingMonitor, LandingParameters
-from walk_mpc.core.control.recovery_step import RecoveryStepParameters, RecoveryStepper
+from walk_mpc.core.control.recovery_step import RecoveryStepParameters, RecoveryStepper, check_crossing
 from walk_mpc.core.control.stamps import StampGuard, StampGuardParameters, StampVerdict
 from walk_mpc.core.control.step_adjustment import StepAdjuster, StepAdjustmentParameters
 from walk_mpc.core.control.types import (
@@ -340,6 +340,9 @@ class WalkSupervisor:
             raise ParameterError("robot", robot.name,
                                  "a biped (left and right sole frames) to measure the feet")
         self.robot = robot
+        if robot is not None and self.params.behavior.limits.max_crossover_width > 0.0:
+            check_crossing(robot, self.params.behavior.limits.max_crossover_width,
+                           "behavior.limits.max_crossover_width")
         self._log = log if log is not None else default_log("walk_supervisor")
         self._period_ns = int(round(self.params.control_period * NS_PER_S))
         self._timeout_ns = int(round(self.params.sensor_timeout * NS_PER_S))
