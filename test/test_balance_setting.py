@@ -8,7 +8,7 @@ import pytest
 
 from walk_mpc.core.errors import ConfigError
 from walk_mpc.core.params import load_yaml
-from walk_mpc.graph import load_graph, overlay_parameters_file
+from walk_mpc.graph import load_graph, overlay_parameters, overlay_parameters_file
 
 
 def _write(path, text: str):
@@ -34,6 +34,7 @@ walk_behavior:
     step_adjustment: {enabled: true}
 """)
     merged = load_yaml(overlay_parameters_file(base, overlay, directory=tmp_path / "out"))
+    assert merged == overlay_parameters(base, overlay)
     assert merged["ik"]["ros__parameters"] == {"control_period": 0.02,
                                                "stabilizer": {"enabled": True, "dcm_gain": 5.0}}
     assert merged["sim"]["ros__parameters"] == {"backend": "kinematic"}

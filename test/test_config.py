@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from walk_mpc.core.params import flatten, from_mapping, load_yaml, to_mapping
-from walk_mpc.graph import load_graph
+from walk_mpc.graph import load_graph, overlay_parameters
 
 #: Declared by every node besides its parameters dataclass (walk_mpc.nodes._common.REALTIME_PRIORITY).
 REALTIME_PRIORITY = "realtime_priority"
@@ -28,11 +28,14 @@ def _sections():
     it (config/graph.yaml ``balance``)."""
     graph = load_graph(CONFIG / "graph.yaml")
     for robot in graph.robots:
-        for balance in (False, True) if robot.balance else (False,):
-            path = graph.config_path(robot.name, balance=balance, sim="mujoco")
-            document = load_yaml(path)
+        path = graph.config_path(robot.name)
+        documents = [(path, load_yaml(path))]
+        if robot.balance:  # the file the graph's nodes read with balance (without writing it here)
+            overlay = graph.balance_path(robot.name)
+            documents.append((overlay, overlay_parameters(path, overlay, graph)))
+        for source, document in documents:
             for node in graph.select(robot.name, "kinematic"):
-                yield pytest.param(path, document, node.name, id=f"{path.name}:{node.name}")
+                yield pytest.param(source, document, node.name, id=f"{source.name}:{node.name}")
 
 
 @pytest.mark.parametrize(("path", "document", "node_name"), list(_sections()))

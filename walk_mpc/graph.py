@@ -182,10 +182,26 @@ def overlay_parameters_file(path: Path, overlay: Path, graph: Optional[Graph] = 
     Raises:
         ConfigError: Unreadable files, or an overlay section or key that cannot apply (named).
     """
-    import copy
     import tempfile
 
     import yaml
+
+    document = overlay_parameters(path, overlay, graph)
+    directory = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="walk_mpc_params_"))
+    directory.mkdir(parents=True, exist_ok=True)
+    out = directory / f"{Path(path).stem}+{Path(overlay).name}"
+    out.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    return out
+
+
+def overlay_parameters(path: Path, overlay: Path, graph: Optional[Graph] = None) -> Dict[str, Any]:
+    """The document of :func:`overlay_parameters_file` (parameters file ``path`` with ``overlay``'s values
+    over its own), without writing it.
+
+    Raises:
+        ConfigError: Unreadable files, or an overlay section or key that cannot apply (named).
+    """
+    import copy
 
     graph = graph if graph is not None else load_graph()
     names = {node.name for node in graph.nodes}
@@ -201,11 +217,7 @@ def overlay_parameters_file(path: Path, overlay: Path, graph: Optional[Graph] = 
                               source)
         target = document.setdefault(node, {}).setdefault("ros__parameters", {})
         _merge(target, section["ros__parameters"], f"{node}.ros__parameters", source)
-    directory = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="walk_mpc_params_"))
-    directory.mkdir(parents=True, exist_ok=True)
-    out = directory / f"{Path(path).stem}+{Path(overlay).name}"
-    out.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
-    return out
+    return document
 
 
 def _merge(target: Dict[str, Any], values: Dict[str, Any], where: str, source: str) -> None:
