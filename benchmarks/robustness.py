@@ -440,16 +440,7 @@ def balance_options(path) -> dict:
         ConfigError: A parameter this script cannot apply, or the stabilizer not enabled.
     """
     from walk_mpc.core.errors import ConfigError
-    from walk_mpc.core.params import load_yaml
-
-    def flatten(mapping: dict, prefix: str = "") -> dict:
-        flat = {}
-        for key, value in mapping.items():
-            if isinstance(value, dict):
-                flat.update(flatten(value, f"{prefix}{key}."))
-            else:
-                flat[f"{prefix}{key}"] = value
-        return flat
+    from walk_mpc.core.params import flatten, load_yaml
 
     options: dict = {name: {} for name in set(BALANCE_PREFIXES.values())}
     for node, section in load_yaml(path).items():

@@ -449,18 +449,16 @@ class StepAdjuster:
                 taus = sorted(earlier + later, key=lambda tau: (round(abs(tau - tau0), 9), tau > tau0))
             else:
                 taus = earlier + later
-            within = None  # least_timing_change: the time nearest the plan leaving at most the deadband
             for tau in taus:
                 candidate = self._place(xi, omega, tau, target, phase, timeline, t + tau < planned_end - 1e-9)
+                if p.least_timing_change and candidate["error"] <= p.timing_deadband:
+                    best = candidate  # the time nearest the plan leaving at most the deadband
+                    break
                 if candidate["error"] < best["error"] - 1e-9:
                     best = candidate
-                if p.least_timing_change and candidate["error"] <= p.timing_deadband:
-                    within = candidate
-                    break
-            if within is not None:
-                best = within
-            elif best["error"] > nominal["error"] - p.timing_deadband:
-                best = nominal
+            else:
+                if best["error"] > nominal["error"] - p.timing_deadband:
+                    best = nominal
         tau = best["tau"]
         changes: dict = {}
         if tau != tau0:

@@ -600,8 +600,10 @@ class MujocoSim(_MujocoBackend):
         self._collide_legs = bool(legs) and opt.leg_collisions
         if self._collide_legs:
             self._leg_mask[list(self._leg_link)] = True
+        #: The (left, right) leg geom pairs, and whether their distance is measured every hardware step.
         self._leg_pairs = [(a, b) for a in sorted(self._left_geoms) for b in self._leg_link
-                           if b not in self._left_geoms] if opt.leg_clearance else []
+                           if b not in self._left_geoms]
+        self._measure_legs = opt.leg_clearance and bool(self._leg_pairs)
         self._fromto = np.zeros(6)
         self._scratch = None  # MjData of leg_distance (made on first use)
         mass = float(m.body_subtreemass[m.body(root).id])
@@ -685,12 +687,9 @@ class MujocoSim(_MujocoBackend):
         if self._scratch is None:
             self._scratch = self._mj.MjData(self.model)
         d = self._scratch
-        d.qpos[0:3], d.qpos[3:7] = q[0:3], [q[6], q[3], q[4], q[5]]
-        d.qpos[self._qadr] = q[7:]
+        self._write_qpos(d.qpos, q)
         self._mj.mj_kinematics(self.model, d)
-        pairs = self._leg_pairs or [(a, b) for a in sorted(self._left_geoms) for b in self._leg_link
-                                    if b not in self._left_geoms]
-        distance, pair = self._closest(d, pairs)
+        distance, pair = self._closest(d, self._leg_pairs)
         return distance, (("", "") if pair is None else (self._leg_link[pair[0]], self._leg_link[pair[1]]))
 
     def _closest(self, d, pairs) -> tuple[float, tuple[int, int] | None]:
@@ -766,8 +765,7 @@ class MujocoSim(_MujocoBackend):
         q[2] -= min(self.pin_data.oMf[i].translation[2] for i in self._foot_ids) - self._foot_radius
         self._rng = np.random.default_rng(self.params.seed)
         qpos = np.zeros(self.model.nq)
-        qpos[0:3], qpos[3:7] = q[0:3], [q[6], q[3], q[4], q[5]]
-        qpos[self._qadr] = q[7:]
+        self._write_qpos(qpos, q)
         self._reset_common(qpos, q[7:])
         self._clearance = {"min": CLEARANCE_RANGE, "time": math.nan, "pair": ("", ""), "steps": 0,
                            "first": math.nan, "last": math.nan}
@@ -783,7 +781,7 @@ class MujocoSim(_MujocoBackend):
             InputError: If ``dt`` is not a positive multiple of the timestep.
         """
         self._advance(dt)
-        if self._leg_pairs:
+        if self._measure_legs:
             self._measure_clearance()
         self._finish()
         return self._state
@@ -793,6 +791,12 @@ class MujocoSim(_MujocoBackend):
         """Height [m] of the ground at ``(x, y)`` (0: the floor; :class:`~walk_mpc.core.sim.terrain.
         TerrainMujocoSim`: its terrain's), what the base height of the fall detection is measured from."""
         return 0.0
+
+    def _write_qpos(self, qpos: np.ndarray, q: np.ndarray) -> None:
+        """The pinocchio configuration ``q`` (base position, quaternion xyzw, joints) into MuJoCo's ``qpos``
+        (quaternion wxyz, joints at their addresses); the inverse of :meth:`configuration`."""
+        qpos[0:3], qpos[3:7] = q[0:3], [q[6], q[3], q[4], q[5]]
+        qpos[self._qadr] = q[7:]
 
     def configuration(self) -> np.ndarray:
         """Current configuration in pinocchio order (base position, quaternion xyzw, joints)."""
